@@ -1,0 +1,59 @@
+import { Context } from '@temporalio/activity';
+import { parseAllocationKey } from '../domain/allocation-key';
+import type { AllocatedBy } from '../domain/episode-state';
+import { PipelineError } from '../domain/errors';
+import { parseWeekId } from '../domain/week-id';
+import { failpoint } from '../failpoints';
+import { ErrorType } from '../shared';
+import type { EpisodeStore } from '../store/episode-store';
+import { withFailureMapping } from './failures';
+
+export interface AllocateEpisodeInput {
+  allocationKey: string;
+  weekId: string;
+}
+
+export interface AllocateEpisodeOutput {
+  episodeId: string;
+  weekId: string;
+  sequence: number;
+  created: boolean;
+}
+
+/**
+ * The one allocation entry point, shared by the activity and `episodes plan`: parse untrusted input, then let the
+ * store apply the allocation rule inside the pipeline lock.
+ */
+export async function allocateEpisodeOn(
+  store: EpisodeStore,
+  input: AllocateEpisodeInput,
+  allocatedBy: AllocatedBy,
+): Promise<AllocateEpisodeOutput> {
+  let request;
+  try {
+    request = { allocationKey: parseAllocationKey(input.allocationKey), weekId: parseWeekId(input.weekId) };
+  } catch (e) {
+    if (e instanceof PipelineError) throw new PipelineError(ErrorType.InvalidAllocationRequest, e.message);
+    throw e;
+  }
+  const result = await store.allocate({ ...request, allocatedBy });
+  return { episodeId: result.episodeId, weekId: result.weekId, sequence: result.sequence, created: result.created };
+}
+
+export function createAllocationActivities(deps: { store: EpisodeStore }) {
+  return {
+    async allocateEpisode(input: AllocateEpisodeInput): Promise<AllocateEpisodeOutput> {
+      return withFailureMapping(async () => {
+        const { info } = Context.current();
+        const result = await allocateEpisodeOn(deps.store, input, {
+          kind: 'workflow',
+          workflow_id: info.workflowExecution?.workflowId ?? '(none)',
+          run_id: info.workflowExecution?.runId ?? '(none)',
+          namespace: info.workflowNamespace ?? info.namespace,
+        });
+        await failpoint('allocation.before-return');
+        return result;
+      });
+    },
+  };
+}

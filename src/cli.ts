@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+/**
+ * `episodes`: the operator's command line. Exit codes: 0 ok, 1 refused (cross-week, ambiguous, not found, corrupt
+ * store, ...), 2 bad usage or invalid input. Errors are one line on stderr.
+ */
+import { Command, CommanderError } from 'commander';
+import { registerAllocationCommands } from './cli/allocation-commands';
+import { CliContext } from './cli/context';
+import { registerScheduleCommands } from './cli/schedule-commands';
+import { PipelineError } from './domain/errors';
+import { ErrorType } from './shared';
+
+export const EXIT_OK = 0;
+export const EXIT_REFUSED = 1;
+export const EXIT_USAGE = 2;
+
+const USAGE_TYPES: readonly string[] = [ErrorType.InvalidInput, ErrorType.InvalidAllocationRequest];
+
+export function buildProgram(): { program: Command; ctx: CliContext } {
+  const program = new Command('episodes')
+    .description('weekly media pipeline: episodes, schedule, paid production')
+    .option('--data-dir <dir>', 'data directory of the file store (env EPISODES_DATA_DIR, default ./data)')
+    .exitOverride()
+    .configureOutput({ outputError: (str, write) => write(str) })
+    .showHelpAfterError(false);
+  const ctx = new CliContext(program);
+  registerAllocationCommands(program, ctx);
+  registerScheduleCommands(program, ctx);
+  return { program, ctx };
+}
+
+export function exitCodeFor(e: unknown): number {
+  if (e instanceof CommanderError) {
+    return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.exitCode === 0
+      ? EXIT_OK
+      : EXIT_USAGE;
+  }
+  if (e instanceof PipelineError) return USAGE_TYPES.includes(e.type) ? EXIT_USAGE : EXIT_REFUSED;
+  return EXIT_REFUSED;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { program, ctx } = buildProgram();
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return EXIT_OK;
+  } catch (e) {
+    const code = exitCodeFor(e);
+    if (!(e instanceof CommanderError)) {
+      const type = e instanceof PipelineError ? `${e.type}: ` : '';
+      console.error(`episodes: ${type}${oneLine(e)}`);
+    }
+    return code;
+  } finally {
+    await ctx.close().catch(() => undefined);
+  }
+}
+
+function oneLine(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  return message.replace(/\s+/g, ' ').trim();
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      console.error(`episodes: ${oneLine(e)}`);
+      process.exit(EXIT_REFUSED);
+    },
+  );
+}

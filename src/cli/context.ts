@@ -1,0 +1,41 @@
+import { Client, Connection } from '@temporalio/client';
+import type { Command } from 'commander';
+import { loadConfig, type PipelineConfig } from '../config';
+import { FileEpisodeStore, defaultDataDir } from '../store/file-store';
+import type { EpisodeStore } from '../store/episode-store';
+
+/** Lazily built dependencies of CLI commands: a command that never talks to Temporal never connects. */
+export class CliContext {
+  private client?: Client;
+  private store?: EpisodeStore;
+  readonly config: PipelineConfig = loadConfig();
+
+  constructor(private readonly program: Command) {}
+
+  get dataDir(): string {
+    const opts = this.program.opts<{ dataDir?: string }>();
+    return opts.dataDir ?? defaultDataDir();
+  }
+
+  getStore(): EpisodeStore {
+    this.store ??= new FileEpisodeStore(this.dataDir);
+    return this.store;
+  }
+
+  async getClient(): Promise<Client> {
+    if (!this.client) {
+      const connection = await Connection.connect({ address: this.config.temporalAddress });
+      this.client = new Client({ connection, namespace: this.config.temporalNamespace });
+    }
+    return this.client;
+  }
+
+  async close(): Promise<void> {
+    await this.store?.close();
+    await this.client?.connection.close();
+  }
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+}

@@ -1,0 +1,119 @@
+import {
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  ScheduleOverlapPolicy,
+  type ScheduleOptions,
+} from '@temporalio/client';
+import type { Command } from 'commander';
+import { parseInstant } from '../domain/week-id';
+import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID_BASE } from '../shared';
+import { weeklyEpisodeWorkflow } from '../workflows';
+import { printJson, type CliContext } from './context';
+
+/**
+ * The weekly schedule. Overlap ALLOW_ALL: each slot is its own logical run with its own key and episode, and a run
+ * may legitimately wait days for approval; SKIP or BUFFER would silently drop or delay next week's episode.
+ * Catchup window one day: after a short outage the missed Monday run still happens; after a longer one an operator
+ * decides, with `schedule backfill`, which slots to run.
+ */
+export function weeklyScheduleOptions(
+  ctx: CliContext,
+  opts: { scheduleId: string; taskQueue?: string },
+): ScheduleOptions {
+  return {
+    scheduleId: opts.scheduleId,
+    spec: {
+      calendars: [{ dayOfWeek: 'MONDAY', hour: 9, minute: 0 }],
+      timezone: ctx.config.timezone,
+    },
+    action: {
+      type: 'startWorkflow',
+      workflowType: weeklyEpisodeWorkflow,
+      workflowId: SCHEDULED_WORKFLOW_ID_BASE,
+      taskQueue: opts.taskQueue ?? ctx.config.taskQueue,
+      args: [{ timezone: ctx.config.timezone }],
+    },
+    policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL, catchupWindow: '1 day' },
+  };
+}
+
+export function registerScheduleCommands(program: Command, ctx: CliContext): void {
+  const schedule = program.command('schedule').description('the weekly Temporal schedule');
+  const idOption = ['--schedule-id <id>', 'schedule id', SCHEDULE_ID] as const;
+
+  schedule
+    .command('ensure')
+    .description('create the weekly schedule, or update it to the current definition (idempotent)')
+    .option(...idOption)
+    .action(async (opts: { scheduleId: string }) => {
+      const client = await ctx.getClient();
+      const options = weeklyScheduleOptions(ctx, opts);
+      try {
+        await client.schedule.create(options);
+        console.log(`created schedule ${opts.scheduleId}`);
+      } catch (e) {
+        if (!(e instanceof ScheduleAlreadyRunning)) throw e;
+        await client.schedule.getHandle(opts.scheduleId).update((prev) => ({
+          ...prev,
+          spec: options.spec,
+          action: options.action,
+          policies: options.policies,
+        }));
+        console.log(`updated schedule ${opts.scheduleId}`);
+      }
+    });
+
+  schedule
+    .command('describe')
+    .option(...idOption)
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { scheduleId: string; json?: boolean }) => {
+      const client = await ctx.getClient();
+      try {
+        const d = await client.schedule.getHandle(opts.scheduleId).describe();
+        const view = {
+          schedule_id: d.scheduleId,
+          paused: d.state.paused,
+          next_action_times: d.info.nextActionTimes.map((t) => t.toISOString()),
+          recent_actions: d.info.recentActions.map((a) => ({
+            scheduled_at: a.scheduledAt.toISOString(),
+            workflow_id: a.action.workflow.workflowId,
+          })),
+          running: d.info.runningActions.map((a) => a.workflow.workflowId),
+        };
+        if (opts.json) return printJson(view);
+        console.log(`schedule ${view.schedule_id}${view.paused ? ' (paused)' : ''}`);
+        console.log(`next runs: ${view.next_action_times.join(', ')}`);
+        for (const a of view.recent_actions) console.log(`recent: ${a.scheduled_at} → ${a.workflow_id}`);
+      } catch (e) {
+        if (e instanceof ScheduleNotFoundError) throw new Error(`schedule ${opts.scheduleId} does not exist`);
+        throw e;
+      }
+    });
+
+  schedule
+    .command('trigger')
+    .description('start one run now: a NEW logical run, so the next sequence of the current week')
+    .option(...idOption)
+    .action(async (opts: { scheduleId: string }) => {
+      const client = await ctx.getClient();
+      await client.schedule.getHandle(opts.scheduleId).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+      console.log(`triggered ${opts.scheduleId}`);
+    });
+
+  schedule
+    .command('backfill')
+    .description('run the slots between --from and --to as if on time (a slot run again gets the same episode)')
+    .option(...idOption)
+    .requiredOption('--from <instant>', 'ISO 8601 instant with offset')
+    .requiredOption('--to <instant>', 'ISO 8601 instant with offset')
+    .action(async (opts: { scheduleId: string; from: string; to: string }) => {
+      const start = parseInstant(opts.from);
+      const end = parseInstant(opts.to);
+      const client = await ctx.getClient();
+      await client.schedule
+        .getHandle(opts.scheduleId)
+        .backfill({ start, end, overlap: ScheduleOverlapPolicy.ALLOW_ALL });
+      console.log(`backfilled ${opts.scheduleId} from ${start.toISOString()} to ${end.toISOString()}`);
+    });
+}

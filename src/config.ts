@@ -1,0 +1,28 @@
+/** Process configuration from the environment, parsed once at the edge (zod), never read ad hoc elsewhere. */
+import { z } from 'zod';
+import { parseTimeZone } from './domain/week-id';
+import { TASK_QUEUE } from './shared';
+
+const envSchema = z.object({
+  TEMPORAL_ADDRESS: z.string().min(1).default('localhost:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  EPISODES_TASK_QUEUE: z.string().min(1).default(TASK_QUEUE),
+  PIPELINE_TIMEZONE: z.string().min(1).default('UTC'),
+});
+
+export interface PipelineConfig {
+  temporalAddress: string;
+  temporalNamespace: string;
+  taskQueue: string;
+  timezone: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipelineConfig {
+  const parsed = envSchema.parse(env);
+  return {
+    temporalAddress: parsed.TEMPORAL_ADDRESS,
+    temporalNamespace: parsed.TEMPORAL_NAMESPACE,
+    taskQueue: parsed.EPISODES_TASK_QUEUE,
+    timezone: parseTimeZone(parsed.PIPELINE_TIMEZONE),
+  };
+}

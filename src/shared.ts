@@ -1,0 +1,50 @@
+/**
+ * Names shared by workflows, activities, the worker, the CLI and tests.
+ * This file must stay importable from workflow code: no Node builtins, no I/O.
+ */
+import { defineSearchAttributeKey } from '@temporalio/common';
+
+export const TASK_QUEUE = 'weekly-media';
+export const SCHEDULE_ID = 'weekly-media';
+/** Base of scheduled workflow IDs: a schedule names each run `<base>-<nominal time>`. */
+export const SCHEDULED_WORKFLOW_ID_BASE = 'weekly-media';
+
+export const EpisodeIdSearchAttribute = defineSearchAttributeKey('EpisodeId', 'KEYWORD');
+export const WeekIdSearchAttribute = defineSearchAttributeKey('WeekId', 'KEYWORD');
+/** Built-in attribute a schedule sets on every run it starts (the nominal, not the actual, start time). */
+export const ScheduledStartTimeSearchAttribute = defineSearchAttributeKey('TemporalScheduledStartTime', 'DATETIME');
+
+/** `ApplicationFailure.type` values. Tests and callers match on these, never on message text. */
+export const ErrorType = {
+  InvalidAllocationRequest: 'InvalidAllocationRequest',
+  AllocationKeyCrossesWeek: 'AllocationKeyCrossesWeek',
+  AmbiguousAllocationKey: 'AmbiguousAllocationKey',
+  StoreCorrupt: 'StoreCorrupt',
+  LockTimeout: 'LockTimeout',
+  LockCompromised: 'LockCompromised',
+  StorageFailure: 'StorageFailure',
+  InvalidInput: 'InvalidInput',
+  EpisodeNotFound: 'EpisodeNotFound',
+  SubmissionOutcomeUnknown: 'SubmissionOutcomeUnknown',
+  BudgetExceeded: 'BudgetExceeded',
+  VendorRejected: 'VendorRejected',
+  VendorUnavailable: 'VendorUnavailable',
+  CredentialsMissing: 'CredentialsMissing',
+  InvalidState: 'InvalidState',
+} as const;
+export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
+
+/** Errors that a retry cannot fix. Everything else (lock timeouts, I/O hiccups, vendor 5xx) is retried. */
+export const NON_RETRYABLE_ERROR_TYPES: readonly ErrorType[] = [
+  ErrorType.InvalidAllocationRequest,
+  ErrorType.AllocationKeyCrossesWeek,
+  ErrorType.AmbiguousAllocationKey,
+  ErrorType.StoreCorrupt,
+  ErrorType.InvalidInput,
+  ErrorType.EpisodeNotFound,
+  ErrorType.SubmissionOutcomeUnknown,
+  ErrorType.BudgetExceeded,
+  ErrorType.VendorRejected,
+  ErrorType.CredentialsMissing,
+  ErrorType.InvalidState,
+];

@@ -1,0 +1,112 @@
+/**
+ * Durable file primitives. Every write is temp file + fsync + rename (write-file-atomic) followed by an fsync of the
+ * directory, so a crash leaves either the old or the new file, never a torn one, and the rename survives power loss.
+ */
+import { promises as fs, constants as fsConstants } from 'node:fs';
+import * as path from 'node:path';
+import writeFileAtomic from 'write-file-atomic';
+import type { z } from 'zod';
+import { PipelineError } from '../domain/errors';
+import { ErrorType } from '../shared';
+
+/** State and index files hold episode records and ledgers: owner-only. */
+export const FILE_MODE = 0o600;
+export const DIR_MODE = 0o700;
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, fsConstants.O_RDONLY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** mkdir -p, then fsync every parent whose entry list changed, so the new directory survives a crash. */
+export async function ensureDirDurable(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    try {
+      await fs.stat(d);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      missing.unshift(d);
+      if (path.dirname(d) === d) break;
+    }
+  }
+  for (const d of missing) {
+    await fs.mkdir(d, { mode: DIR_MODE }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    });
+    await fsyncDir(path.dirname(d));
+  }
+}
+
+export async function writeFileDurable(file: string, data: string | Buffer): Promise<void> {
+  try {
+    await writeFileAtomic(file, data, { mode: FILE_MODE, fsync: true });
+    await fsyncDir(path.dirname(file));
+  } catch (e) {
+    throw storageError(`cannot write ${file}`, e);
+  }
+}
+
+export async function writeJsonDurable(file: string, value: unknown): Promise<void> {
+  await writeFileDurable(file, JSON.stringify(value, null, 2) + '\n');
+}
+
+export function storageError(what: string, cause: unknown): PipelineError {
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  return new PipelineError(
+    ErrorType.StorageFailure,
+    `${what}: ${code ?? (cause as Error).message}`,
+    { code },
+    { cause },
+  );
+}
+
+/**
+ * Reads and validates a JSON file. Returns `undefined` only when the file does not exist; a file that exists but is
+ * not valid JSON or does not match the schema is `StoreCorrupt`, naming the file.
+ */
+export async function readJsonFile<S extends z.ZodType>(file: string, schema: S): Promise<z.output<S> | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw storageError(`cannot read ${file}`, e);
+  }
+  return parseJsonText(file, text, schema);
+}
+
+export function parseJsonText<S extends z.ZodType>(file: string, text: string, schema: S): z.output<S> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new PipelineError(ErrorType.StoreCorrupt, `${file}: not valid JSON (${(e as Error).message})`, { file });
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? issue.path.join('.') : '(root)';
+    throw new PipelineError(
+      ErrorType.StoreCorrupt,
+      `${file}: unexpected content at ${where}: ${issue?.message ?? 'schema mismatch'}`,
+      { file },
+    );
+  }
+  return parsed.data;
+}
+
+export async function exists(p: string): Promise<boolean> {
+  try {
+    await fs.lstat(p);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
+}

@@ -1,0 +1,40 @@
+import type { AllocationKey } from '../domain/allocation-key';
+import type { EpisodeId } from '../domain/episode-id';
+import type { AllocatedBy, EpisodeState, HistoryEntry } from '../domain/episode-state';
+import type { WeekId } from '../domain/week-id';
+
+export interface AllocationRequest {
+  allocationKey: AllocationKey;
+  weekId: WeekId;
+  allocatedBy: AllocatedBy;
+}
+
+export interface AllocationResult {
+  episodeId: EpisodeId;
+  weekId: WeekId;
+  sequence: number;
+  /** false when the key already owned this episode (a retry, restart or reset of the same logical run). */
+  created: boolean;
+}
+
+/**
+ * Durable home of episodes. Every implementation serialises `allocate` and `updateEpisode` with the pipeline lock
+ * and applies `decideAllocation` (src/domain/allocation.ts) to what it reads inside that lock.
+ */
+export interface EpisodeStore {
+  /** Human-readable location, for logs and errors (never contains credentials). */
+  readonly description: string;
+  allocate(request: AllocationRequest): Promise<AllocationResult>;
+  getEpisode(id: EpisodeId): Promise<EpisodeState | undefined>;
+  /** The paid-step guard: the state, or a non-retryable `EpisodeNotFound`. */
+  requireEpisode(id: EpisodeId): Promise<EpisodeState>;
+  listEpisodes(filter?: { weekId?: WeekId }): Promise<EpisodeState[]>;
+  /** Read-modify-write of one episode under the pipeline lock; identity fields cannot change. */
+  updateEpisode(id: EpisodeId, update: (state: EpisodeState) => EpisodeState): Promise<EpisodeState>;
+  /** Append-only: writing the same entry again is a no-op, a different one for the same episode is refused. */
+  appendHistory(entry: HistoryEntry): Promise<void>;
+  listHistory(filter?: { weekId?: WeekId }): Promise<HistoryEntry[]>;
+  /** Directory holding the episode's media files. */
+  mediaDir(id: EpisodeId): string;
+  close(): Promise<void>;
+}

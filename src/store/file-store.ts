@@ -1,0 +1,398 @@
+/**
+ * The embedded default store: plain files under a data directory.
+ *
+ *   <data>/pipeline.lock/                 the pipeline lock (proper-lockfile)
+ *   <data>/index/keys/<sha256(key)>.json  which episodes a key points at (written before the commit, so a key is
+ *                                         never missed across weeks)
+ *   <data>/index/weeks/<week_id>.json     the week's episodes: THE COMMIT POINT of an allocation
+ *   <data>/episodes/<episode_id>/state.json   live state; media files beside it
+ *   <data>/history/<episode_id>.json      completed history, one immutable entry per episode
+ *
+ * An allocation reads one key file and one week file, so its cost does not grow with the number of stored episodes.
+ * An episode exists once its week index lists it; a key file entry without one is an uncommitted leftover of a
+ * crashed allocation and is ignored, and a committed entry without a state file is rolled forward.
+ */
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { z } from 'zod';
+import { decideAllocation, type StoredEpisodeRef } from '../domain/allocation';
+import type { AllocationKey } from '../domain/allocation-key';
+import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
+import {
+  allocatedBySchema,
+  episodeIdSchema,
+  episodeStateSchema,
+  historyEntrySchema,
+  weekIdSchema,
+  type AllocatedBy,
+  type EpisodeState,
+  type HistoryEntry,
+} from '../domain/episode-state';
+import { PipelineError } from '../domain/errors';
+import type { WeekId } from '../domain/week-id';
+import { failpoint } from '../failpoints';
+import { ErrorType } from '../shared';
+import { ensureDirDurable, exists, readJsonFile, storageError, writeJsonDurable } from './durable-fs';
+import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
+import { DEFAULT_LOCK_OPTIONS, PipelineLock, type LockGuard, type LockOptions } from './pipeline-lock';
+
+export const weekIndexEntrySchema = z.strictObject({
+  episode_id: episodeIdSchema,
+  sequence: z.number().int().nonnegative(),
+  allocation_key: z.string().nullable(),
+  created_at: z.iso.datetime({ offset: true }),
+  allocated_by: allocatedBySchema,
+});
+export type WeekIndexEntry = z.infer<typeof weekIndexEntrySchema>;
+
+export const weekIndexSchema = z.strictObject({
+  schema: z.literal('week-index/v1'),
+  week_id: weekIdSchema,
+  episodes: z.array(weekIndexEntrySchema),
+});
+export type WeekIndex = z.infer<typeof weekIndexSchema>;
+
+export const keyIndexSchema = z.strictObject({
+  schema: z.literal('key-index/v1'),
+  allocation_key: z.string(),
+  episodes: z.array(z.strictObject({ episode_id: episodeIdSchema, week_id: weekIdSchema })),
+});
+export type KeyIndex = z.infer<typeof keyIndexSchema>;
+
+export function keyDigest(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export function defaultDataDir(): string {
+  return path.resolve(process.env.EPISODES_DATA_DIR ?? './data');
+}
+
+export function cliAllocatedBy(): AllocatedBy {
+  return { kind: 'cli', hostname: os.hostname(), pid: process.pid, user: os.userInfo().username };
+}
+
+export function initialState(
+  identity: { episodeId: EpisodeId; weekId: WeekId; sequence: number },
+  allocationKey: string | null,
+  allocatedBy: AllocatedBy,
+  createdAt: string,
+): EpisodeState {
+  return {
+    schema: 'episode-state/v1',
+    episode_id: identity.episodeId,
+    week_id: identity.weekId,
+    sequence: identity.sequence,
+    allocation_key: allocationKey,
+    allocated_by: allocatedBy,
+    created_at: createdAt,
+    status: 'allocated',
+    steps: {},
+    ledger: [],
+    approval: null,
+    media: {},
+    completed_at: null,
+  };
+}
+
+export class FileEpisodeStore implements EpisodeStore {
+  readonly dataDir: string;
+  readonly lock: PipelineLock;
+
+  constructor(dataDir: string = defaultDataDir(), lockOptions: LockOptions = DEFAULT_LOCK_OPTIONS) {
+    this.dataDir = path.resolve(dataDir);
+    this.lock = new PipelineLock(this.dataDir, lockOptions);
+  }
+
+  get description(): string {
+    return `file store at ${this.dataDir}`;
+  }
+
+  // ---- paths (only ever built from parsed ids, so nothing can point outside the data dir) ----
+  weekIndexPath(weekId: WeekId): string {
+    return path.join(this.dataDir, 'index', 'weeks', `${weekId}.json`);
+  }
+  keyIndexPath(key: string): string {
+    return path.join(this.dataDir, 'index', 'keys', `${keyDigest(key)}.json`);
+  }
+  episodeDir(id: EpisodeId): string {
+    return path.join(this.dataDir, 'episodes', id);
+  }
+  statePath(id: EpisodeId): string {
+    return path.join(this.episodeDir(id), 'state.json');
+  }
+  historyPath(id: EpisodeId): string {
+    return path.join(this.dataDir, 'history', `${id}.json`);
+  }
+  mediaDir(id: EpisodeId): string {
+    return path.join(this.episodeDir(id), 'media');
+  }
+
+  async allocate(request: AllocationRequest): Promise<AllocationResult> {
+    await this.ensureLayout();
+    return this.lock.withLock(async (guard) => {
+      const { allocationKey: key, weekId } = request;
+      const weekIndex = await this.readWeekIndex(weekId);
+      const keyIndex = await this.readKeyIndex(key);
+      const keyMatches = await this.committedKeyMatches(key, keyIndex, weekIndex);
+      const decision = decideAllocation({
+        key,
+        weekId,
+        keyMatches,
+        weekEpisodes: weekIndex.episodes.map((e) => toRef(weekId, e)),
+      });
+      await this.rollForwardLast(weekIndex, guard);
+
+      if (decision.kind === 'existing') {
+        const entry = weekIndex.episodes.find((e) => e.episode_id === decision.episode.episodeId);
+        if (entry) await this.ensureState(weekId, entry, guard);
+        return { ...identityOf(decision.episode), created: false };
+      }
+
+      await failpoint('allocation.decided');
+      const createdAt = new Date().toISOString();
+      const entry: WeekIndexEntry = {
+        episode_id: decision.episodeId,
+        sequence: decision.sequence,
+        allocation_key: key,
+        created_at: createdAt,
+        allocated_by: request.allocatedBy,
+      };
+      if (await exists(this.episodeDir(decision.episodeId))) {
+        throw new PipelineError(
+          ErrorType.StoreCorrupt,
+          `${this.episodeDir(decision.episodeId)} exists but ${this.weekIndexPath(weekId)} does not list it; ` +
+            'refusing to overwrite (run `episodes verify`)',
+          { episodes: [decision.episodeId] },
+        );
+      }
+      // 1. The key file first, so that from the commit on the key can be found from any week.
+      guard.assertHeld();
+      await writeJsonDurable(this.keyIndexPath(key), {
+        schema: 'key-index/v1',
+        allocation_key: key,
+        episodes: [
+          ...keyMatches.map((m) => ({ episode_id: m.episodeId, week_id: m.weekId })),
+          { episode_id: decision.episodeId, week_id: weekId },
+        ],
+      } satisfies KeyIndex);
+      await failpoint('allocation.key-written');
+      // 2. The commit point.
+      guard.assertHeld();
+      await writeJsonDurable(this.weekIndexPath(weekId), {
+        ...weekIndex,
+        episodes: [...weekIndex.episodes, entry],
+      } satisfies WeekIndex);
+      await failpoint('allocation.index-written');
+      // 3. The episode's own directory and state.
+      await this.ensureState(weekId, entry, guard);
+      await failpoint('allocation.state-written');
+      return { episodeId: decision.episodeId, weekId, sequence: decision.sequence, created: true };
+    });
+  }
+
+  async getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
+    const state = await readJsonFile(this.statePath(id), episodeStateSchema);
+    if (state) {
+      this.checkIdentity(id, state, this.statePath(id));
+      return state;
+    }
+    // Committed but not yet rolled forward (the allocating process died after the commit): still exists.
+    const { weekId } = parseEpisodeId(id);
+    const entry = (await this.readWeekIndex(weekId)).episodes.find((e) => e.episode_id === id);
+    return entry ? stateFromEntry(weekId, entry) : undefined;
+  }
+
+  async requireEpisode(id: EpisodeId): Promise<EpisodeState> {
+    const state = await this.getEpisode(id);
+    if (!state) {
+      throw new PipelineError(ErrorType.EpisodeNotFound, `episode ${id} does not exist in the ${this.description}`, {
+        episodeId: id,
+      });
+    }
+    return state;
+  }
+
+  async listEpisodes(filter: { weekId?: WeekId } = {}): Promise<EpisodeState[]> {
+    const weeks = filter.weekId ? [filter.weekId] : await this.listWeeks();
+    const states: EpisodeState[] = [];
+    for (const weekId of weeks) {
+      for (const entry of (await this.readWeekIndex(weekId)).episodes) {
+        states.push((await this.getEpisode(entry.episode_id)) ?? stateFromEntry(weekId, entry));
+      }
+    }
+    return states.sort(compareEpisodes);
+  }
+
+  async updateEpisode(id: EpisodeId, update: (state: EpisodeState) => EpisodeState): Promise<EpisodeState> {
+    await this.ensureLayout();
+    return this.lock.withLock(async (guard) => {
+      const current = await this.requireEpisode(id);
+      const next = episodeStateSchema.parse(update(structuredClone(current)));
+      for (const field of ['episode_id', 'week_id', 'sequence', 'allocation_key', 'created_at'] as const) {
+        if (next[field] !== current[field]) {
+          throw new PipelineError(ErrorType.InvalidState, `refusing to change ${field} of episode ${id}`);
+        }
+      }
+      guard.assertHeld();
+      await ensureDirDurable(this.episodeDir(id));
+      await writeJsonDurable(this.statePath(id), next);
+      return next;
+    });
+  }
+
+  async appendHistory(entry: HistoryEntry): Promise<void> {
+    const parsed = historyEntrySchema.parse(entry);
+    await this.ensureLayout();
+    await this.lock.withLock(async (guard) => {
+      const file = this.historyPath(parsed.episode_id);
+      const existing = await readJsonFile(file, historyEntrySchema);
+      if (existing) {
+        if (JSON.stringify(existing) === JSON.stringify(parsed)) return;
+        throw new PipelineError(
+          ErrorType.InvalidState,
+          `history of ${parsed.episode_id} is already written (${file}) and differs; history is append-only`,
+        );
+      }
+      await failpoint('completion.before-history');
+      guard.assertHeld();
+      await writeJsonDurable(file, parsed);
+      await failpoint('completion.after-history');
+    });
+  }
+
+  async listHistory(filter: { weekId?: WeekId } = {}): Promise<HistoryEntry[]> {
+    const dir = path.join(this.dataDir, 'history');
+    const names = await readdirOrEmpty(dir);
+    const entries: HistoryEntry[] = [];
+    for (const name of names.sort()) {
+      if (!name.endsWith('.json')) continue;
+      if (filter.weekId && !name.startsWith(`${filter.weekId}-`)) continue;
+      const file = path.join(dir, name);
+      const entry = await readJsonFile(file, historyEntrySchema);
+      if (entry) entries.push(entry);
+    }
+    return entries.sort((a, b) => compareEpisodes(a, b));
+  }
+
+  async close(): Promise<void> {
+    // Nothing held between calls: the lock is taken and released per operation.
+  }
+
+  // ---- internals ----
+
+  async listWeeks(): Promise<WeekId[]> {
+    const names = await readdirOrEmpty(path.join(this.dataDir, 'index', 'weeks'));
+    return names
+      .filter((n) => n.endsWith('.json'))
+      .map((n) => weekIdSchema.parse(n.slice(0, -'.json'.length)))
+      .sort();
+  }
+
+  async readWeekIndex(weekId: WeekId): Promise<WeekIndex> {
+    const file = this.weekIndexPath(weekId);
+    const index = await readJsonFile(file, weekIndexSchema);
+    if (!index) return { schema: 'week-index/v1', week_id: weekId, episodes: [] };
+    if (index.week_id !== weekId) {
+      throw new PipelineError(ErrorType.StoreCorrupt, `${file}: holds week ${index.week_id}`, { file });
+    }
+    return index;
+  }
+
+  private async readKeyIndex(key: AllocationKey): Promise<KeyIndex | undefined> {
+    const file = this.keyIndexPath(key);
+    const index = await readJsonFile(file, keyIndexSchema);
+    if (index && index.allocation_key !== key) {
+      throw new PipelineError(ErrorType.StoreCorrupt, `${file}: belongs to another allocation key`, { file });
+    }
+    return index;
+  }
+
+  /** Key-file entries confirmed by their week's index; the rest are leftovers of allocations that never committed. */
+  private async committedKeyMatches(
+    key: AllocationKey,
+    keyIndex: KeyIndex | undefined,
+    targetWeek: WeekIndex,
+  ): Promise<StoredEpisodeRef[]> {
+    const refs: StoredEpisodeRef[] = [];
+    for (const hint of keyIndex?.episodes ?? []) {
+      const week = hint.week_id === targetWeek.week_id ? targetWeek : await this.readWeekIndex(hint.week_id);
+      const entry = week.episodes.find((e) => e.episode_id === hint.episode_id);
+      if (entry && entry.allocation_key === key) refs.push(toRef(week.week_id, entry));
+    }
+    return refs;
+  }
+
+  /** Only the newest allocation of a week can have died between its commit and its state write. */
+  private async rollForwardLast(weekIndex: WeekIndex, guard: LockGuard): Promise<void> {
+    const last = weekIndex.episodes.at(-1);
+    if (last) await this.ensureState(weekIndex.week_id, last, guard);
+  }
+
+  private async ensureState(weekId: WeekId, entry: WeekIndexEntry, guard: LockGuard): Promise<void> {
+    const file = this.statePath(entry.episode_id);
+    const state = await readJsonFile(file, episodeStateSchema);
+    if (state) {
+      this.checkIdentity(entry.episode_id, state, file);
+      if (state.allocation_key !== entry.allocation_key) {
+        throw new PipelineError(
+          ErrorType.StoreCorrupt,
+          `${file}: allocation key differs from ${this.weekIndexPath(weekId)}`,
+          { file },
+        );
+      }
+      return;
+    }
+    guard.assertHeld();
+    await ensureDirDurable(this.episodeDir(entry.episode_id));
+    await writeJsonDurable(file, stateFromEntry(weekId, entry));
+  }
+
+  private checkIdentity(id: EpisodeId, state: EpisodeState, file: string): void {
+    if (state.episode_id !== id || `${state.week_id}-${state.sequence}` !== id) {
+      throw new PipelineError(ErrorType.StoreCorrupt, `${file}: identity fields do not match ${id}`, { file });
+    }
+  }
+
+  private async ensureLayout(): Promise<void> {
+    try {
+      for (const dir of ['index/weeks', 'index/keys', 'episodes', 'history']) {
+        await ensureDirDurable(path.join(this.dataDir, dir));
+      }
+    } catch (e) {
+      if (e instanceof PipelineError) throw e;
+      throw storageError(`cannot prepare data dir ${this.dataDir}`, e);
+    }
+  }
+}
+
+function toRef(weekId: WeekId, e: WeekIndexEntry): StoredEpisodeRef {
+  return { episodeId: e.episode_id, weekId, sequence: e.sequence, allocationKey: e.allocation_key };
+}
+
+function identityOf(ref: StoredEpisodeRef): Omit<AllocationResult, 'created'> {
+  return { episodeId: ref.episodeId, weekId: ref.weekId, sequence: ref.sequence };
+}
+
+function stateFromEntry(weekId: WeekId, entry: WeekIndexEntry): EpisodeState {
+  return initialState(
+    { episodeId: entry.episode_id, weekId, sequence: entry.sequence },
+    entry.allocation_key,
+    entry.allocated_by,
+    entry.created_at,
+  );
+}
+
+function compareEpisodes(a: { week_id: string; sequence: number }, b: { week_id: string; sequence: number }): number {
+  return a.week_id === b.week_id ? a.sequence - b.sequence : a.week_id < b.week_id ? -1 : 1;
+}
+
+async function readdirOrEmpty(dir: string): Promise<string[]> {
+  try {
+    return await fs.readdir(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw storageError(`cannot list ${dir}`, e);
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * The pipeline lock: one holder at a time across processes on this machine, covering a whole read-decide-write.
+ * Built on proper-lockfile (an atomic mkdir plus an mtime heartbeat): a holder killed with SIGKILL stops refreshing the
+ * heartbeat, and the next contender takes the lock over once it is older than `staleMs`.
+ */
+import * as path from 'node:path';
+import * as lockfile from 'proper-lockfile';
+import { PipelineError } from '../domain/errors';
+import { ErrorType } from '../shared';
+import { failpoint } from '../failpoints';
+
+export interface LockOptions {
+  /** Give up (retryably) after this long. */
+  timeoutMs: number;
+  /** A lock whose heartbeat is older than this is considered abandoned. proper-lockfile's minimum is 2000. */
+  staleMs: number;
+}
+
+export const DEFAULT_LOCK_OPTIONS: LockOptions = {
+  timeoutMs: Number(process.env.EPISODES_LOCK_TIMEOUT_MS ?? 30_000),
+  staleMs: Number(process.env.EPISODES_LOCK_STALE_MS ?? 10_000),
+};
+
+/** Passed to the critical section so that it can refuse to commit if the heartbeat was lost mid-way. */
+export interface LockGuard {
+  assertHeld(): void;
+}
+
+/** Test-only: lets the concurrency test show that its assertions fail without the lock. Never set it in production. */
+const UNSAFE_DISABLE = process.env.EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS === '1';
+
+export class PipelineLock {
+  readonly lockPath: string;
+
+  constructor(
+    readonly dataDir: string,
+    private readonly options: LockOptions = DEFAULT_LOCK_OPTIONS,
+  ) {
+    this.lockPath = path.join(dataDir, 'pipeline.lock');
+  }
+
+  async withLock<T>(critical: (guard: LockGuard) => Promise<T>): Promise<T> {
+    if (UNSAFE_DISABLE) return critical({ assertHeld: () => undefined });
+    let compromised: Error | undefined;
+    const release = await this.acquire((err) => {
+      compromised = err;
+    });
+    const guard: LockGuard = {
+      assertHeld() {
+        if (compromised) {
+          throw new PipelineError(ErrorType.LockCompromised, `pipeline lock lost: ${compromised.message}`);
+        }
+      },
+    };
+    try {
+      await failpoint('allocation.lock-taken');
+      return await critical(guard);
+    } finally {
+      if (!compromised) await release().catch(() => undefined);
+    }
+  }
+
+  private async acquire(onCompromised: (err: Error) => void): Promise<() => Promise<void>> {
+    const deadline = Date.now() + this.options.timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await lockfile.lock(this.dataDir, {
+          lockfilePath: this.lockPath,
+          realpath: false,
+          stale: Math.max(2000, this.options.staleMs),
+          update: Math.max(1000, Math.floor(this.options.staleMs / 4)),
+          retries: 0,
+          onCompromised,
+        });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') {
+          throw new PipelineError(ErrorType.StorageFailure, `cannot take pipeline lock ${this.lockPath}: ${String(e)}`);
+        }
+        if (Date.now() >= deadline) {
+          throw new PipelineError(
+            ErrorType.LockTimeout,
+            `pipeline lock ${this.lockPath} still held by another process after ${this.options.timeoutMs} ms`,
+          );
+        }
+        // Jittered backoff capped low: critical sections are milliseconds long.
+        const wait = Math.min(50, 2 + attempt) * (0.5 + Math.random());
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * The worker: builds the real dependencies and runs workflows and activities on the task queue.
+ * Connects through TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE; SIGINT or SIGTERM drain in-flight tasks, then exit.
+ */
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from './activities';
+import { loadConfig, type PipelineConfig } from './config';
+import { FileEpisodeStore } from './store/file-store';
+
+export function buildDeps(): ActivityDeps {
+  return { store: new FileEpisodeStore() };
+}
+
+export async function createWorker(
+  config: PipelineConfig,
+  deps: ActivityDeps,
+  extra: Partial<WorkerOptions> = {},
+): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    workflowsPath: require.resolve('./workflows'),
+    activities: createActivities(deps),
+    ...extra,
+  });
+  return { worker, connection };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const deps = buildDeps();
+  const { worker, connection } = await createWorker(config, deps);
+  console.log(
+    `worker: task queue ${config.taskQueue} on ${config.temporalAddress}/${config.temporalNamespace}, ` +
+      `${deps.store.description}`,
+  );
+  try {
+    // Worker.run() resolves after a shutdown signal (SIGINT, SIGTERM, ...) once in-flight tasks have drained.
+    await worker.run();
+  } finally {
+    await deps.store.close();
+    await connection.close();
+  }
+}
+
+if (require.main === module) {
+  main().then(
+    () => process.exit(0),
+    (e: unknown) => {
+      console.error('worker failed:', e);
+      process.exit(1);
+    },
+  );
+}

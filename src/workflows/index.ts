@@ -1,0 +1,1 @@
+export { weeklyEpisodeWorkflow } from './weekly-episode';

@@ -1,0 +1,80 @@
+import {
+  ApplicationFailure,
+  proxyActivities,
+  type ActivityOptions,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { AllocateEpisodeOutput } from '../activities/allocation';
+import { PipelineError } from '../domain/errors';
+import { isoWeekOfInstant } from '../domain/week-id';
+import {
+  EpisodeIdSearchAttribute,
+  ErrorType,
+  NON_RETRYABLE_ERROR_TYPES,
+  ScheduledStartTimeSearchAttribute,
+  WeekIdSearchAttribute,
+} from '../shared';
+
+/**
+ * Allocation is a few milliseconds of local file I/O, but it may wait up to the lock timeout (10-30 s) behind other
+ * allocations. A dead worker is noticed after startToClose; retries are unlimited because the key makes them safe.
+ */
+const allocationActivityOptions = {
+  startToCloseTimeout: '45s',
+  retry: {
+    initialInterval: '1s',
+    backoffCoefficient: 2,
+    maximumInterval: '30s',
+    nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES],
+  },
+} satisfies ActivityOptions;
+
+const { allocateEpisode } = proxyActivities<Activities>(allocationActivityOptions);
+
+export interface WeeklyEpisodeInput {
+  /** Target week when not started by a schedule (manual runs); ignored when a nominal scheduled time exists. */
+  week?: string;
+  /** IANA timezone whose calendar decides the ISO week of an instant. */
+  timezone?: string;
+}
+
+export type WeeklyEpisodeResult = AllocateEpisodeOutput & { allocationKey: string };
+
+/**
+ * One logical weekly run. Its workflow ID is the allocation key, so every retry, reset or re-run of this ID gets the
+ * same episode back, while a new schedule slot (a new ID) gets the next sequence of its week.
+ */
+export async function weeklyEpisodeWorkflow(input: WeeklyEpisodeInput = {}): Promise<WeeklyEpisodeResult> {
+  const info = workflowInfo();
+  const allocationKey = info.workflowId;
+  const weekId = targetWeek(input);
+  const episode = await allocateEpisode({ allocationKey, weekId });
+  upsertSearchAttributes([
+    { key: EpisodeIdSearchAttribute, value: episode.episodeId },
+    { key: WeekIdSearchAttribute, value: episode.weekId },
+  ]);
+  return { ...episode, allocationKey };
+}
+
+/** The schedule's nominal time, else an explicit week, else the start of the run chain: never a retry's clock. */
+function targetWeek(input: WeeklyEpisodeInput): string {
+  const info = workflowInfo();
+  const timezone = input.timezone ?? 'UTC';
+  try {
+    const nominal = info.typedSearchAttributes.get(ScheduledStartTimeSearchAttribute);
+    if (nominal) return isoWeekOfInstant(nominal, timezone);
+    if (input.week !== undefined) return input.week;
+    return isoWeekOfInstant(info.startTime, timezone);
+  } catch (e) {
+    if (e instanceof PipelineError) {
+      throw ApplicationFailure.create({
+        type: ErrorType.InvalidAllocationRequest,
+        message: e.message,
+        nonRetryable: true,
+      });
+    }
+    throw e;
+  }
+}
