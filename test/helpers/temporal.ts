@@ -1,0 +1,54 @@
+/**
+ * Test harness for the real Temporal dev server: the CLI binary found or installed by temporal-dev.sh, started by the
+ * SDK's TestWorkflowEnvironment with our search attributes. The SDK's own download is never used.
+ */
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/shared';
+
+export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
+
+let cliPath: string | undefined;
+
+export function temporalCliPath(): string {
+  cliPath ??=
+    process.env.TEMPORAL_CLI_RESOLVED ??
+    execFileSync('bash', [path.join(REPO_ROOT, 'temporal-dev.sh'), 'path'], { encoding: 'utf8' }).trim();
+  process.env.TEMPORAL_CLI_RESOLVED = cliPath;
+  return cliPath;
+}
+
+export async function createTestEnv(): Promise<TestWorkflowEnvironment> {
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: temporalCliPath() },
+      ip: '127.0.0.1',
+      searchAttributes: [EpisodeIdSearchAttribute, WeekIdSearchAttribute],
+    },
+  });
+}
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+/** Workflows bundled once per mocha process. */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    logger: {
+      info: () => undefined,
+      warn: () => undefined,
+      error: console.error,
+      debug: () => undefined,
+      trace: () => undefined,
+      log: () => undefined,
+    },
+  });
+  return bundle;
+}
+
+let queueCounter = 0;
+export function uniqueTaskQueue(prefix = 'test'): string {
+  return `${prefix}-${process.pid}-${Date.now()}-${queueCounter++}`;
+}
