@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL server for the tests: its own cluster in a temp dir, on 127.0.0.1 only, on a free port.
+#
+#   scripts/postgres-test-server.sh ensure-installed  find initdb/pg_ctl, or install Debian's `postgresql` (apt-get)
+#   scripts/postgres-test-server.sh start             start (or reuse) the server; prints its URL on stdout
+#   scripts/postgres-test-server.sh url               print the URL of the running server
+#   scripts/postgres-test-server.sh status            exit 0 if the server answers
+#   scripts/postgres-test-server.sh stop              stop the server and delete its cluster
+#
+# State (URL, cluster path) lives in $PGTEST_DIR (default .pgtest/default, git-ignored); mocha uses one per process.
+# initdb refuses to run as root, so as root the cluster belongs to the `postgres` user (created by the Debian
+# package) or, failing that, to a dedicated `episodes-pgtest` system user. The server is tuned for speed
+# (fsync=off): it holds test data only. To use an existing server instead, set EPISODES_TEST_PG_URL.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STATE_DIR="${PGTEST_DIR:-$ROOT/.pgtest/default}"
+DB_USER="episodes"
+DB_NAME="episodes"
+
+log() { echo "postgres-test-server: $*" >&2; }
+
+find_bindir() {
+  local d
+  if [ -n "${PG_BINDIR:-}" ] && [ -x "$PG_BINDIR/initdb" ]; then echo "$PG_BINDIR"; return 0; fi
+  # Debian keeps the server binaries out of PATH, one directory per major version; take the newest.
+  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+  if [ -n "$d" ] && [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then echo "$d"; return 0; fi
+  if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then
+    dirname "$(command -v initdb)"
+    return 0
+  fi
+  return 1
+}
+
+ensure_installed() {
+  if find_bindir >/dev/null; then return 0; fi
+  if [ "$(id -u)" != 0 ]; then
+    log "PostgreSQL server binaries not found and not root: install the Debian package 'postgresql' or set PG_BINDIR"
+    return 1
+  fi
+  log "installing PostgreSQL from Debian packages"
+  # The package would otherwise create and start a default cluster on port 5432; the tests never need it.
+  if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+    mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
+  find_bindir >/dev/null || { log "postgresql installed but initdb/pg_ctl still not found"; return 1; }
+}
+
+# Runs a server-side command as the cluster's owner (a non-root user).
+RUN_AS=""
+pick_run_as() {
+  if [ "$(id -u)" != 0 ]; then RUN_AS=""; return 0; fi
+  if id postgres >/dev/null 2>&1; then RUN_AS=postgres; return 0; fi
+  if ! id episodes-pgtest >/dev/null 2>&1; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin episodes-pgtest
+  fi
+  RUN_AS=episodes-pgtest
+}
+as_owner() {
+  if [ -z "$RUN_AS" ]; then "$@"; return; fi
+  if command -v runuser >/dev/null 2>&1; then runuser -u "$RUN_AS" -- "$@"; return; fi
+  su -s /bin/sh "$RUN_AS" -c "$(printf '%q ' "$@")"
+}
+
+free_port() {
+  node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"
+}
+
+running() {
+  [ -f "$STATE_DIR/url" ] && [ -f "$STATE_DIR/cluster" ] || return 1
+  local cluster bindir
+  cluster="$(cat "$STATE_DIR/cluster")"
+  bindir="$(find_bindir)" || return 1
+  pick_run_as
+  as_owner "$bindir/pg_ctl" -D "$cluster/data" status >/dev/null 2>&1
+}
+
+start() {
+  if running; then cat "$STATE_DIR/url"; return 0; fi
+  ensure_installed
+  local bindir cluster password port url attempt
+  bindir="$(find_bindir)"
+  pick_run_as
+  mkdir -p "$STATE_DIR"
+  # /tmp rather than the work tree: the owner must be able to reach it, whatever the checkout's permissions are.
+  cluster="$(mktemp -d /tmp/episodes-pgtest.XXXXXX)"
+  echo "$cluster" >"$STATE_DIR/cluster"
+  [ -z "$RUN_AS" ] || chown "$RUN_AS" "$cluster"
+  chmod 700 "$cluster"
+  password="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+  (umask 077 && echo "$password" >"$cluster/pwfile")
+  [ -z "$RUN_AS" ] || chown "$RUN_AS" "$cluster/pwfile"
+  as_owner "$bindir/initdb" -D "$cluster/data" -U "$DB_USER" --pwfile="$cluster/pwfile" --auth=scram-sha-256 \
+    -E UTF8 --no-locale --no-sync >"$cluster/initdb.log" 2>&1 || {
+    cat "$cluster/initdb.log" >&2
+    log "initdb failed"
+    return 1
+  }
+  rm -f "$cluster/pwfile"
+  for attempt in 1 2 3; do
+    port="$(free_port)"
+    as_owner tee -a "$cluster/data/postgresql.conf" >/dev/null <<EOF
+# postgres-test-server.sh: throwaway test server, loopback only, durability off for speed
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$cluster'
+max_connections = 200
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+EOF
+    if as_owner "$bindir/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" -w -t 30 start >/dev/null 2>&1; then
+      break
+    fi
+    log "start on port $port failed (attempt $attempt)"
+    [ "$attempt" = 3 ] && { tail -n 20 "$cluster/server.log" >&2 || true; return 1; }
+  done
+  url="postgres://$DB_USER:$password@127.0.0.1:$port/$DB_NAME"
+  PGPASSWORD="$password" "$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U "$DB_USER" -d postgres \
+    -c "CREATE DATABASE $DB_NAME" >/dev/null
+  (umask 077 && echo "$url" >"$STATE_DIR/url")
+  log "started on 127.0.0.1:$port (cluster $cluster)"
+  echo "$url"
+}
+
+stop() {
+  if [ ! -f "$STATE_DIR/cluster" ]; then rm -rf "$STATE_DIR"; return 0; fi
+  local cluster bindir
+  cluster="$(cat "$STATE_DIR/cluster")"
+  if bindir="$(find_bindir)" && [ -d "$cluster/data" ]; then
+    pick_run_as
+    as_owner "$bindir/pg_ctl" -D "$cluster/data" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+  case "$cluster" in /tmp/episodes-pgtest.*) rm -rf "$cluster" ;; esac
+  rm -rf "$STATE_DIR"
+  log "stopped"
+}
+
+case "${1:-}" in
+  ensure-installed) ensure_installed ;;
+  start) start ;;
+  url) running && cat "$STATE_DIR/url" || { log "not running"; exit 1; } ;;
+  status) running ;;
+  stop) stop ;;
+  *)
+    echo "usage: $0 {ensure-installed|start|url|status|stop}" >&2
+    exit 2
+    ;;
+esac
