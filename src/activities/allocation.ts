@@ -43,17 +43,25 @@ export async function allocateEpisodeOn(
 export function createAllocationActivities(deps: { store: EpisodeStore }) {
   return {
     async allocateEpisode(input: AllocateEpisodeInput): Promise<AllocateEpisodeOutput> {
-      return withFailureMapping(async () => {
-        const { info } = Context.current();
-        const result = await allocateEpisodeOn(deps.store, input, {
-          kind: 'workflow',
-          workflow_id: info.workflowExecution?.workflowId ?? '(none)',
-          run_id: info.workflowExecution?.runId ?? '(none)',
-          namespace: info.workflowNamespace ?? info.namespace,
+      const context = Context.current();
+      const { workflowExecution, workflowNamespace, namespace } = context.info;
+      // Heartbeats let Temporal notice a dead worker within heartbeatTimeout, even while waiting for the lock.
+      context.heartbeat();
+      const beat = setInterval(() => context.heartbeat(), 1000);
+      try {
+        return await withFailureMapping(async () => {
+          const result = await allocateEpisodeOn(deps.store, input, {
+            kind: 'workflow',
+            workflow_id: workflowExecution?.workflowId ?? '(none)',
+            run_id: workflowExecution?.runId ?? '(none)',
+            namespace: workflowNamespace ?? namespace,
+          });
+          await failpoint('allocation.before-return');
+          return result;
         });
-        await failpoint('allocation.before-return');
-        return result;
-      });
+      } finally {
+        clearInterval(beat);
+      }
     },
   };
 }

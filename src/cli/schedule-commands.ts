@@ -16,22 +16,27 @@ import { printJson, type CliContext } from './context';
  * Catchup window one day: after a short outage the missed Monday run still happens; after a longer one an operator
  * decides, with `schedule backfill`, which slots to run.
  */
-export function weeklyScheduleOptions(
-  ctx: CliContext,
-  opts: { scheduleId: string; taskQueue?: string },
-): ScheduleOptions {
+export interface WeeklyScheduleParams {
+  scheduleId: string;
+  taskQueue: string;
+  /** IANA timezone of the calendar, also passed to each run to decide its ISO week. */
+  timezone: string;
+  /** Runs are named `<base>-<nominal time>`; that workflow ID is the run's allocation key. */
+  workflowIdBase?: string;
+  /** Replaces the Monday 09:00 calendar (tests use denser specs). */
+  spec?: ScheduleOptions['spec'];
+}
+
+export function weeklyScheduleOptions(p: WeeklyScheduleParams): ScheduleOptions {
   return {
-    scheduleId: opts.scheduleId,
-    spec: {
-      calendars: [{ dayOfWeek: 'MONDAY', hour: 9, minute: 0 }],
-      timezone: ctx.config.timezone,
-    },
+    scheduleId: p.scheduleId,
+    spec: p.spec ?? { calendars: [{ dayOfWeek: 'MONDAY', hour: 9, minute: 0 }], timezone: p.timezone },
     action: {
       type: 'startWorkflow',
       workflowType: weeklyEpisodeWorkflow,
-      workflowId: SCHEDULED_WORKFLOW_ID_BASE,
-      taskQueue: opts.taskQueue ?? ctx.config.taskQueue,
-      args: [{ timezone: ctx.config.timezone }],
+      workflowId: p.workflowIdBase ?? SCHEDULED_WORKFLOW_ID_BASE,
+      taskQueue: p.taskQueue,
+      args: [{ timezone: p.timezone }],
     },
     policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL, catchupWindow: '1 day' },
   };
@@ -47,7 +52,11 @@ export function registerScheduleCommands(program: Command, ctx: CliContext): voi
     .option(...idOption)
     .action(async (opts: { scheduleId: string }) => {
       const client = await ctx.getClient();
-      const options = weeklyScheduleOptions(ctx, opts);
+      const options = weeklyScheduleOptions({
+        scheduleId: opts.scheduleId,
+        taskQueue: ctx.config.taskQueue,
+        timezone: ctx.config.timezone,
+      });
       try {
         await client.schedule.create(options);
         console.log(`created schedule ${opts.scheduleId}`);

@@ -43,10 +43,10 @@ export function decideAllocation(facts: AllocationFacts): AllocationDecision {
   const seen = new Map<number, EpisodeId>();
   for (const e of facts.weekEpisodes) {
     const other = seen.get(e.sequence);
-    if (other !== undefined && other !== e.episodeId) {
+    if (other !== undefined) {
       throw new PipelineError(
         ErrorType.StoreCorrupt,
-        `store is corrupt: ${other} and ${e.episodeId} both claim week ${facts.weekId} sequence ${e.sequence}`,
+        `store is corrupt: ${other} and ${e.episodeId} (listed again) both claim week ${facts.weekId} sequence ${e.sequence}`,
         { episodes: [other, e.episodeId] },
       );
     }

@@ -18,11 +18,13 @@ import {
 } from '../shared';
 
 /**
- * Allocation is a few milliseconds of local file I/O, but it may wait up to the lock timeout (10-30 s) behind other
- * allocations. A dead worker is noticed after startToClose; retries are unlimited because the key makes them safe.
+ * Allocation is milliseconds of local I/O but may queue behind other allocations for up to the lock timeout (30 s).
+ * The activity heartbeats every second, so a dead worker is noticed after 5 s; retries are unlimited because the
+ * allocation key makes every retry return the same episode.
  */
 const allocationActivityOptions = {
-  startToCloseTimeout: '45s',
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '5s',
   retry: {
     initialInterval: '1s',
     backoffCoefficient: 2,

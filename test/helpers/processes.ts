@@ -1,0 +1,39 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as path from 'node:path';
+
+export const DIST_ROOT = path.resolve(__dirname, '..', '..');
+
+export interface ProcessResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `node <dist-relative script> ...args` and collects its output. */
+export function runNode(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
+  return collect(spawnNode(script, args, env));
+}
+
+export function spawnNode(script: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  return spawn(process.execPath, [path.join(DIST_ROOT, script), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+export function collect(child: ChildProcess): Promise<ProcessResult> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+/** The `episodes` CLI as an operator runs it. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
+  return runNode('src/cli.js', args, env);
+}
