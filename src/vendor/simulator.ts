@@ -1,0 +1,618 @@
+/**
+ * A local stand-in for the paid vendor (docs/vendor-api.md): real HTTP on 127.0.0.1, a billing record of every
+ * charge, IETF-draft Idempotency-Key semantics, and injectable faults, so tests can prove "never pays twice" against
+ * the same failure modes a real vendor has. Deterministic where it matters: job progress is a function of time since
+ * acceptance, artifact bytes a function of the job, and probabilistic faults come from a seeded generator.
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import { z } from 'zod';
+import { PipelineError } from '../domain/errors';
+import { ensureDirDurable, readJsonFile, writeJsonDurable } from '../store/durable-fs';
+import { ErrorType } from '../shared';
+import {
+  ARTIFACT_SHA256_HEADER,
+  chargeSchema,
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_KEY_PATTERN,
+  JOB_KINDS,
+  jobAcceptedSchema,
+  jobKindSchema,
+  jobRequestSchema,
+  REPLAYED_HEADER,
+  wireMoneySchema,
+  type Charge,
+  type JobAccepted,
+  type JobKind,
+  type JobRequest,
+  type JobStatus,
+  type VendorJob,
+} from './api';
+
+export const vendorFaultsSchema = z.strictObject({
+  /** Delay before the vendor works on a valid request (new submissions are "in flight" meanwhile). */
+  latencyMs: z.number().int().min(0).max(600_000).optional(),
+  /** Answer 503 before doing anything: the next `count` requests, then each with `probability`. */
+  fail5xx: z
+    .strictObject({
+      count: z.number().int().min(0).optional(),
+      probability: z.number().min(0).max(1).optional(),
+      /** `submit`: only POST /v1/jobs fails, reads keep working. */
+      scope: z.enum(['all', 'submit']).optional(),
+    })
+    .optional(),
+  /** Accept and charge the next `count` new jobs, then destroy the connection without answering. */
+  acceptThenDrop: z.strictObject({ count: z.number().int().min(0) }).optional(),
+  /** The vendor ignores Idempotency-Key (every POST charges again) and cannot look jobs up by reference. */
+  noIdempotency: z.boolean().optional(),
+  /** The next `count` new jobs end `failed` instead of `succeeded` (still charged: the vendor did the work). */
+  failJobs: z.strictObject({ count: z.number().int().min(0) }).optional(),
+});
+export type VendorFaults = z.infer<typeof vendorFaultsSchema>;
+
+export const DEFAULT_PRICES_CENTS: Readonly<Record<JobKind, number>> = {
+  video: 4200,
+  cover: 300,
+  rework: 1500,
+  assembly: 800,
+};
+export const DEFAULT_ARTIFACT_BYTES: Readonly<Record<JobKind, number>> = {
+  video: 8192,
+  cover: 2048,
+  rework: 8192,
+  assembly: 16384,
+};
+const CONTENT_TYPES: Readonly<Record<JobKind, string>> = {
+  video: 'video/mp4',
+  cover: 'image/png',
+  rework: 'video/mp4',
+  assembly: 'video/mp4',
+};
+export const DEFAULT_JOB_DURATION_MS = 50;
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
+
+export interface VendorSimulatorOptions {
+  apiKey: string;
+  /** 0 (default) picks a free port. The host is always 127.0.0.1. */
+  port?: number;
+  /** Time from acceptance to `succeeded` (`running` from half of it). */
+  jobDurationMs?: number;
+  pricesCents?: Partial<Record<JobKind, number>>;
+  currency?: string;
+  artifactBytes?: Partial<Record<JobKind, number>>;
+  maxBodyBytes?: number;
+  faults?: VendorFaults;
+  /** Jobs, charges and idempotency records survive restarts in this JSON file. */
+  stateFile?: string;
+  /** Seed of the generator behind `fail5xx.probability`. */
+  seed?: number;
+  /** One line per request: method, path, status. Never a header value. */
+  log?: (line: string) => void;
+}
+
+export interface RequestLog {
+  method: string;
+  path: string;
+  authorized: boolean;
+  /** null while in flight, and for connections dropped without an answer. */
+  status: number | null;
+  dropped: boolean;
+  idempotencyKey: string | null;
+  at: string;
+}
+
+export interface VendorSimulator {
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+  /** Replaces the whole fault set (`{}` clears it). Counts are consumed as faults fire. */
+  setFaults(faults: VendorFaults): void;
+  faults(): VendorFaults;
+  billing(): Charge[];
+  requests(): RequestLog[];
+}
+
+const jobRecordSchema = z.strictObject({
+  job_id: z.string(),
+  kind: jobKindSchema,
+  episode_id: z.string(),
+  spec: z.record(z.string(), z.unknown()),
+  client_ref: z.string().nullable(),
+  quoted_cost: wireMoneySchema,
+  accepted_at: z.iso.datetime({ offset: true }),
+  ends_failed: z.boolean(),
+  artifact_id: z.string(),
+});
+type JobRecord = z.infer<typeof jobRecordSchema>;
+
+const idempotencyRecordSchema = z.strictObject({
+  key: z.string(),
+  fingerprint: z.string(),
+  response: jobAcceptedSchema,
+});
+type IdempotencyRecord = z.infer<typeof idempotencyRecordSchema> | { key: string; fingerprint: string; response: null };
+
+const stateFileSchema = z.strictObject({
+  schema: z.literal('vendor-sim-state/v1'),
+  jobs: z.array(jobRecordSchema),
+  charges: z.array(chargeSchema),
+  idempotency: z.array(idempotencyRecordSchema),
+});
+
+class SimulatorClosed extends Error {}
+
+export async function startVendorSimulator(options: VendorSimulatorOptions): Promise<VendorSimulator> {
+  const sim = new Simulator(options);
+  await sim.load();
+  await sim.listen(options.port ?? 0);
+  return sim.handle();
+}
+
+class Simulator {
+  private readonly expectedKeyDigest: Buffer;
+  private readonly jobDurationMs: number;
+  private readonly prices: Record<JobKind, number>;
+  private readonly currency: string;
+  private readonly artifactBytes: Record<JobKind, number>;
+  private readonly maxBodyBytes: number;
+  private currentFaults: VendorFaults;
+  private random: () => number;
+
+  private readonly jobs = new Map<string, JobRecord>();
+  private readonly artifacts = new Map<string, string>();
+  private readonly charges: Charge[] = [];
+  /** `response: null` marks a key whose first request is still in flight. */
+  private readonly idempotency = new Map<string, IdempotencyRecord>();
+  private readonly log: RequestLog[] = [];
+
+  private readonly server = http.createServer((req, res) => this.serve(req, res));
+  private readonly closing = new AbortController();
+  private persistChain: Promise<void> = Promise.resolve();
+  private port = 0;
+
+  constructor(private readonly options: VendorSimulatorOptions) {
+    if (options.apiKey.length === 0)
+      throw new PipelineError(ErrorType.CredentialsMissing, 'simulator needs an API key');
+    this.expectedKeyDigest = digest(options.apiKey);
+    this.jobDurationMs = options.jobDurationMs ?? DEFAULT_JOB_DURATION_MS;
+    this.prices = { ...DEFAULT_PRICES_CENTS, ...options.pricesCents };
+    this.currency = options.currency ?? 'USD';
+    this.artifactBytes = { ...DEFAULT_ARTIFACT_BYTES, ...options.artifactBytes };
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.currentFaults = parseFaults(options.faults ?? {});
+    this.random = seededRandom(options.seed ?? 1);
+  }
+
+  async load(): Promise<void> {
+    const file = this.options.stateFile;
+    if (file === undefined) return;
+    await ensureDirDurable(path.dirname(path.resolve(file)));
+    const state = await readJsonFile(file, stateFileSchema);
+    if (!state) return;
+    for (const job of state.jobs) this.addJob(job);
+    this.charges.push(...state.charges);
+    for (const record of state.idempotency) this.idempotency.set(record.key, record);
+  }
+
+  listen(port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        this.port = (this.server.address() as AddressInfo).port;
+        resolve();
+      });
+    });
+  }
+
+  handle(): VendorSimulator {
+    return {
+      url: `http://127.0.0.1:${this.port}`,
+      port: this.port,
+      close: () => this.close(),
+      setFaults: (faults) => {
+        this.currentFaults = parseFaults(faults);
+      },
+      faults: () => structuredClone(this.currentFaults),
+      billing: () => structuredClone(this.charges),
+      requests: () => structuredClone(this.log),
+    };
+  }
+
+  private async close(): Promise<void> {
+    this.closing.abort();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+    await this.persistChain;
+  }
+
+  private serve(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const entry: RequestLog = {
+      method: req.method ?? '',
+      path: url.pathname + url.search,
+      authorized: false,
+      status: null,
+      dropped: false,
+      idempotencyKey: null,
+      at: new Date().toISOString(),
+    };
+    this.log.push(entry);
+    const exchange: Exchange = {
+      req,
+      url,
+      entry,
+      respond: (status, body, headers = {}) => {
+        entry.status = status;
+        this.options.log?.(`${entry.method} ${entry.path} ${status}${entry.authorized ? '' : ' (unauthorized)'}`);
+        const payload = Buffer.from(JSON.stringify(body));
+        res.writeHead(status, { 'content-type': 'application/json', 'content-length': payload.length, ...headers });
+        res.end(payload);
+      },
+      respondBytes: (bytes, headers) => {
+        entry.status = 200;
+        this.options.log?.(`${entry.method} ${entry.path} 200`);
+        res.writeHead(200, { 'content-length': bytes.length, ...headers });
+        res.end(bytes);
+      },
+      drop: () => {
+        entry.dropped = true;
+        this.options.log?.(`${entry.method} ${entry.path} accepted, connection dropped (fault)`);
+        req.socket.destroy();
+      },
+    };
+    this.route(exchange).catch((e: unknown) => {
+      if (e instanceof SimulatorClosed) return void req.socket.destroy();
+      this.options.log?.(`${entry.method} ${entry.path} internal error: ${(e as Error).message}`);
+      if (res.headersSent) return void req.socket.destroy();
+      exchange.respond(500, errorBody('internal', 'simulator error'));
+    });
+  }
+
+  private async route(x: Exchange): Promise<void> {
+    const { req, url } = x;
+    const body = await readBody(req, this.maxBodyBytes);
+    // 401 first on every path, so an unauthenticated caller learns nothing, not even which routes exist.
+    if (!this.authorized(req.headers.authorization)) {
+      return x.respond(401, errorBody('unauthorized', 'missing or invalid API key'), { 'www-authenticate': 'Bearer' });
+    }
+    x.entry.authorized = true;
+    if (body === null) {
+      return x.respond(413, errorBody('payload_too_large', `body over ${this.maxBodyBytes} bytes`), {
+        connection: 'close',
+      });
+    }
+    if (url.pathname === '/_sim/faults') return this.routeFaults(x, body);
+    if (!url.pathname.startsWith('/v1/')) return x.respond(404, errorBody('not_found', 'no such route'));
+
+    const submit = req.method === 'POST' && url.pathname === '/v1/jobs';
+    if (this.shouldFail5xx(submit)) {
+      return x.respond(503, errorBody('unavailable', 'try again later (injected)'), { 'retry-after': '1' });
+    }
+    if (submit) return this.submit(x, body);
+    if (req.method !== 'GET') return x.respond(405, errorBody('method_not_allowed', 'use GET'), { allow: 'GET' });
+
+    await this.sleep(this.currentFaults.latencyMs ?? 0);
+    const segments = url.pathname.split('/').slice(2);
+    const [collection, id, ...rest] = segments;
+    if (rest.length > 0) return x.respond(404, errorBody('not_found', 'no such route'));
+    if (collection === 'jobs' && id === undefined) return this.findByClientRef(x);
+    if (collection === 'jobs' && id !== undefined) {
+      const job = this.jobs.get(id);
+      return job ? x.respond(200, this.view(job)) : x.respond(404, errorBody('not_found', 'no such job'));
+    }
+    if (collection === 'prices' && id === undefined) return x.respond(200, { prices: this.priceList() });
+    if (collection === 'billing' && id === undefined) return x.respond(200, { charges: this.charges });
+    if (collection === 'artifacts' && id !== undefined) return this.artifact(x, id);
+    return x.respond(404, errorBody('not_found', 'no such route'));
+  }
+
+  private async submit(x: Exchange, body: Buffer): Promise<void> {
+    const noIdempotency = this.currentFaults.noIdempotency === true;
+    const key = parseIdempotencyKeyHeader(x.req.headers[IDEMPOTENCY_KEY_HEADER]);
+    const clientRef = typeof key === 'object' ? key.key : null;
+    x.entry.idempotencyKey = clientRef;
+    if (!noIdempotency && key === 'invalid') {
+      return x.respond(400, errorBody('invalid_idempotency_key', 'Idempotency-Key must be 1-255 printable chars'));
+    }
+    if (!noIdempotency && key === 'absent') {
+      return x.respond(400, errorBody('idempotency_key_missing', 'Idempotency-Key header is required'));
+    }
+    const request = parseJobRequest(body);
+    if (typeof request === 'string') return x.respond(400, errorBody('invalid_request', request));
+
+    if (noIdempotency || clientRef === null) {
+      await this.sleep(this.currentFaults.latencyMs ?? 0);
+      return this.accept(x, request, clientRef, null);
+    }
+    const fingerprint = fingerprintOf(request);
+    const existing = this.idempotency.get(clientRef);
+    if (existing?.response === null) {
+      return x.respond(409, errorBody('idempotency_key_in_flight', 'a request with this key is being processed'));
+    }
+    if (existing && existing.fingerprint !== fingerprint) {
+      return x.respond(422, errorBody('idempotency_key_reused', 'this key was used with a different request'));
+    }
+    if (existing) {
+      await this.sleep(this.currentFaults.latencyMs ?? 0);
+      return x.respond(202, existing.response, { [REPLAYED_HEADER]: 'true' });
+    }
+    this.idempotency.set(clientRef, { key: clientRef, fingerprint, response: null });
+    try {
+      await this.sleep(this.currentFaults.latencyMs ?? 0);
+      await this.accept(x, request, clientRef, fingerprint);
+    } finally {
+      // Only a completed acceptance leaves a record behind; anything else frees the key for a retry.
+      if (this.idempotency.get(clientRef)?.response === null) this.idempotency.delete(clientRef);
+    }
+  }
+
+  /** The charge happens here, at acceptance, and is durable (with `stateFile`) before anyone hears of it. */
+  private async accept(x: Exchange, request: JobRequest, clientRef: string | null, fingerprint: string | null) {
+    const now = new Date();
+    const job: JobRecord = {
+      job_id: `job_${randomUUID()}`,
+      kind: request.kind,
+      episode_id: request.episode_id,
+      spec: request.spec,
+      client_ref: clientRef,
+      quoted_cost: { amount_cents: this.prices[request.kind], currency: this.currency },
+      accepted_at: now.toISOString(),
+      ends_failed: consume(this.currentFaults.failJobs),
+      artifact_id: `art_${randomUUID()}`,
+    };
+    const charge: Charge = {
+      charge_id: `ch_${randomUUID()}`,
+      job_id: job.job_id,
+      kind: job.kind,
+      episode_id: job.episode_id,
+      client_ref: clientRef,
+      amount_cents: job.quoted_cost.amount_cents,
+      currency: job.quoted_cost.currency,
+      at: job.accepted_at,
+    };
+    const response: JobAccepted = {
+      job_id: job.job_id,
+      status: 'queued',
+      quoted_cost: job.quoted_cost,
+      client_ref: clientRef,
+    };
+    this.addJob(job);
+    this.charges.push(charge);
+    if (clientRef !== null && fingerprint !== null) {
+      this.idempotency.set(clientRef, { key: clientRef, fingerprint, response });
+    }
+    try {
+      await this.persist();
+    } catch (e) {
+      // Undone before the 500 goes out: a 5xx from this API always means "nothing happened".
+      this.jobs.delete(job.job_id);
+      this.artifacts.delete(job.artifact_id);
+      this.charges.splice(this.charges.indexOf(charge), 1);
+      if (clientRef !== null) this.idempotency.delete(clientRef);
+      throw e;
+    }
+    if (consume(this.currentFaults.acceptThenDrop)) return x.drop();
+    x.respond(202, response);
+  }
+
+  private findByClientRef(x: Exchange): void {
+    if (this.currentFaults.noIdempotency === true) {
+      return x.respond(501, errorBody('not_supported', 'lookup by client reference is not supported'));
+    }
+    const ref = x.url.searchParams.get('client_ref');
+    if (ref === null || ref === '') return x.respond(400, errorBody('invalid_request', 'client_ref is required'));
+    const jobs = [...this.jobs.values()].filter((j) => j.client_ref === ref).map((j) => this.view(j));
+    x.respond(200, { jobs });
+  }
+
+  private artifact(x: Exchange, artifactId: string): void {
+    const jobId = this.artifacts.get(artifactId);
+    const job = jobId === undefined ? undefined : this.jobs.get(jobId);
+    if (!job || this.statusOf(job) !== 'succeeded') return x.respond(404, errorBody('not_found', 'no such artifact'));
+    const bytes = artifactBytes(job, this.artifactBytes[job.kind]);
+    x.respondBytes(bytes, {
+      'content-type': CONTENT_TYPES[job.kind],
+      [ARTIFACT_SHA256_HEADER]: createHash('sha256').update(bytes).digest('hex'),
+    });
+  }
+
+  private routeFaults(x: Exchange, body: Buffer): void {
+    if (x.req.method === 'GET') return x.respond(200, this.currentFaults);
+    if (x.req.method !== 'POST') return x.respond(405, errorBody('method_not_allowed', 'use GET or POST'));
+    let faults: VendorFaults;
+    try {
+      faults = parseFaults(JSON.parse(body.toString('utf8')));
+    } catch {
+      return x.respond(400, errorBody('invalid_request', 'body must be a fault set (see docs/vendor-api.md)'));
+    }
+    this.currentFaults = faults;
+    x.respond(200, faults);
+  }
+
+  private view(job: JobRecord): VendorJob {
+    const status = this.statusOf(job);
+    return {
+      job_id: job.job_id,
+      kind: job.kind,
+      episode_id: job.episode_id,
+      status,
+      quoted_cost: job.quoted_cost,
+      artifact_id: status === 'succeeded' ? job.artifact_id : null,
+      client_ref: job.client_ref,
+      accepted_at: job.accepted_at,
+    };
+  }
+
+  private statusOf(job: JobRecord): JobStatus {
+    const elapsed = Date.now() - Date.parse(job.accepted_at);
+    if (elapsed >= this.jobDurationMs) return job.ends_failed ? 'failed' : 'succeeded';
+    return elapsed >= this.jobDurationMs / 2 ? 'running' : 'queued';
+  }
+
+  private priceList(): Record<JobKind, { amount_cents: number; currency: string }> {
+    const entries = JOB_KINDS.map((kind) => [kind, { amount_cents: this.prices[kind], currency: this.currency }]);
+    return Object.fromEntries(entries) as Record<JobKind, { amount_cents: number; currency: string }>;
+  }
+
+  private addJob(job: JobRecord): void {
+    this.jobs.set(job.job_id, job);
+    this.artifacts.set(job.artifact_id, job.job_id);
+  }
+
+  private shouldFail5xx(submit: boolean): boolean {
+    const fault = this.currentFaults.fail5xx;
+    if (!fault || (fault.scope === 'submit' && !submit)) return false;
+    if (fault.count !== undefined && fault.count > 0) {
+      fault.count -= 1;
+      return true;
+    }
+    return fault.probability !== undefined && this.random() < fault.probability;
+  }
+
+  /** Constant time: both sides are hashed to equal length first, so neither length nor content leaks by timing. */
+  private authorized(header: string | undefined): boolean {
+    const match = /^Bearer +(\S+) *$/i.exec(header ?? '');
+    return match !== null && timingSafeEqual(digest(match[1]!), this.expectedKeyDigest);
+  }
+
+  private persist(): Promise<void> {
+    const file = this.options.stateFile;
+    if (file === undefined) return Promise.resolve();
+    const snapshot = {
+      schema: 'vendor-sim-state/v1' as const,
+      jobs: [...this.jobs.values()],
+      charges: this.charges,
+      idempotency: [...this.idempotency.values()].filter((r) => r.response !== null),
+    };
+    // Copied now, written in order: an older snapshot can never overwrite a newer one.
+    const copy = structuredClone(snapshot);
+    const write = this.persistChain.then(() => writeJsonDurable(file, copy));
+    this.persistChain = write.catch(() => undefined);
+    return write;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.closing.signal.aborted) return Promise.reject(new SimulatorClosed());
+    if (ms <= 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const onClose = (): void => {
+        clearTimeout(timer);
+        reject(new SimulatorClosed());
+      };
+      const timer = setTimeout(() => {
+        this.closing.signal.removeEventListener('abort', onClose);
+        resolve();
+      }, ms);
+      this.closing.signal.addEventListener('abort', onClose, { once: true });
+    });
+  }
+}
+
+interface Exchange {
+  req: http.IncomingMessage;
+  url: URL;
+  entry: RequestLog;
+  respond(status: number, body: unknown, headers?: Record<string, string>): void;
+  respondBytes(bytes: Buffer, headers: Record<string, string>): void;
+  drop(): void;
+}
+
+function parseFaults(raw: unknown): VendorFaults {
+  const parsed = vendorFaultsSchema.safeParse(raw);
+  if (!parsed.success) throw new PipelineError(ErrorType.InvalidInput, 'invalid simulator fault set');
+  // A copy: counts are decremented in place as faults fire, never in the caller's object.
+  return structuredClone(parsed.data);
+}
+
+function consume(fault: { count: number } | undefined): boolean {
+  if (!fault || fault.count <= 0) return false;
+  fault.count -= 1;
+  return true;
+}
+
+/** The body, or null when it is over the limit. An oversized body is still drained (up to a bound) so the 413 can be
+ * read by the client instead of being lost to a TCP reset. */
+function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | null> {
+  const drainLimit = Math.max(limit * 16, 1024 * 1024);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > drainLimit) return void req.socket.destroy();
+      if (size <= limit) chunks.push(chunk);
+    });
+    req.on('end', () => resolve(size > limit ? null : Buffer.concat(chunks)));
+    req.on('error', reject);
+    req.on('close', () => reject(new SimulatorClosed()));
+  });
+}
+
+/** RFC 8941 string (`"key"`, as the IETF draft specifies) or, leniently, the bare key. */
+function parseIdempotencyKeyHeader(header: string | string[] | undefined): { key: string } | 'absent' | 'invalid' {
+  if (header === undefined) return 'absent';
+  if (Array.isArray(header)) return 'invalid';
+  const bare = header.startsWith('"') && header.endsWith('"') && header.length >= 2 ? header.slice(1, -1) : header;
+  return IDEMPOTENCY_KEY_PATTERN.test(bare) ? { key: bare } : 'invalid';
+}
+
+function parseJobRequest(body: Buffer): JobRequest | string {
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    return 'body is not valid JSON';
+  }
+  const parsed = jobRequestSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  return `invalid ${issue?.path.map(String).join('.') || 'body'}: ${issue?.message ?? 'schema mismatch'}`;
+}
+
+/** Same request ⇔ same canonical JSON (object keys sorted), so key order and whitespace do not matter. */
+function fingerprintOf(request: JobRequest): string {
+  return createHash('sha256').update(canonicalJson(request)).digest('hex');
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** sha256(seed ‖ i) blocks: the same job always yields the same bytes, on any machine, after any restart. */
+function artifactBytes(job: JobRecord, size: number): Buffer {
+  const out = Buffer.alloc(size);
+  const seed = `${job.job_id}:${job.kind}:${job.episode_id}`;
+  for (let i = 0, offset = 0; offset < size; i++) {
+    offset += createHash('sha256').update(`${seed}:${i}`).digest().copy(out, offset);
+  }
+  return out;
+}
+
+function errorBody(code: string, message: string): { error: { code: string; message: string } } {
+  return { error: { code, message } };
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** mulberry32: tiny, seedable, good enough to make "fails 30% of the time" reproducible. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,52 @@
+import { PipelineError } from '../domain/errors';
+import { ErrorType } from '../shared';
+
+/**
+ * What a failed submission means for the money:
+ * - `not-accepted`: the vendor certainly did not create a job (nothing reached it, or it answered 409/429/4xx/5xx).
+ *   Retrying with the SAME idempotency key is safe.
+ * - `unknown`: the request may have been accepted and charged (timeout or connection lost after sending, unreadable
+ *   success response). The caller must reconcile (`findJobsByClientRef`) and never blindly resubmit.
+ */
+export type SubmissionOutcome = 'not-accepted' | 'unknown';
+
+export type VendorOperation =
+  'submitJob' | 'getJob' | 'findJobsByClientRef' | 'getPrices' | 'downloadArtifact' | 'getBilling';
+
+export type VendorFailureReason =
+  | 'connect-failed'
+  | 'timeout'
+  | 'aborted'
+  | 'connection-lost'
+  | 'http-status'
+  | 'malformed-response'
+  | 'response-too-large'
+  | 'integrity-mismatch';
+
+export type VendorErrorType =
+  typeof ErrorType.VendorUnavailable | typeof ErrorType.VendorRejected | typeof ErrorType.SubmissionOutcomeUnknown;
+
+/**
+ * A `PipelineError` so activities map it with `toApplicationFailure` like any other; the classification is also in
+ * `details` so it survives that conversion. `outcome` is null for reads: repeating a read never costs anything.
+ */
+export class VendorError extends PipelineError {
+  declare readonly type: VendorErrorType;
+
+  constructor(
+    type: VendorErrorType,
+    message: string,
+    readonly operation: VendorOperation,
+    readonly reason: VendorFailureReason,
+    readonly outcome: SubmissionOutcome | null,
+    readonly status: number | null = null,
+    readonly vendorCode: string | null = null,
+    options?: { cause?: unknown },
+  ) {
+    super(type, message, { operation, reason, outcome, status, vendor_code: vendorCode }, options);
+  }
+}
+
+export function isVendorError(e: unknown): e is VendorError {
+  return e instanceof VendorError;
+}
