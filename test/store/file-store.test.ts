@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -9,6 +8,7 @@ import { parseWeekId } from '../../src/domain/week-id';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { runNode } from '../helpers/processes';
+import { snapshotTree } from '../helpers/tree';
 import { describeStoreContract } from './contract';
 
 function tempDir(): string {
@@ -27,34 +27,6 @@ describeStoreContract(
   },
   { lockSwitchBreaksIt: true },
 );
-
-/** Every path under `dir` with its content hash and mtime: a "nothing written" witness. */
-export async function snapshotTree(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  async function walk(d: string): Promise<void> {
-    let entries;
-    try {
-      entries = await fs.readdir(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const p = path.join(d, e.name);
-      const st = await fs.lstat(p);
-      if (e.isDirectory()) {
-        out[path.relative(dir, p) + '/'] = 'dir';
-        await walk(p);
-      } else {
-        const hash = createHash('sha256')
-          .update(await fs.readFile(p))
-          .digest('hex');
-        out[path.relative(dir, p)] = `${hash} ${st.mtimeMs}`;
-      }
-    }
-  }
-  await walk(dir);
-  return out;
-}
 
 describe('file store specifics', function () {
   this.timeout(60_000);
