@@ -1,18 +1,38 @@
+import { PipelineError } from '../domain/errors';
+import { ErrorType } from '../shared';
 import type { EpisodeStore } from './episode-store';
 import { FileEpisodeStore, defaultDataDir } from './file-store';
+import { PostgresEpisodeStore, isPostgresUrl } from './postgres-store';
 
 export interface StoreSelection {
   /** File store directory (default: EPISODES_DATA_DIR or ./data). */
   dataDir?: string;
   /** A `postgres://` URL selects the PostgreSQL store (default: EPISODES_STORE_URL). */
   storeUrl?: string;
+  /** PostgreSQL store only: root of the media directories (default: EPISODES_MEDIA_DIR or ./data/media). */
+  mediaDir?: string;
 }
 
-/** The one place that decides which EpisodeStore a process uses; the file store is the embedded default. */
+/**
+ * The one place that decides which EpisodeStore a process uses: a `postgres://` or `postgresql://` URL (option, else
+ * EPISODES_STORE_URL) selects the shared PostgreSQL store; otherwise the file store, the embedded default.
+ */
 export function openStore(selection: StoreSelection = {}): EpisodeStore {
   const url = selection.storeUrl ?? process.env.EPISODES_STORE_URL;
   if (url) {
-    throw new Error('EPISODES_STORE_URL is set but no PostgreSQL store is built into this version');
+    if (!isPostgresUrl(url)) {
+      // Never echo the URL: it may carry a password.
+      throw new PipelineError(
+        ErrorType.InvalidInput,
+        'store URL must start with postgres:// or postgresql:// (unset EPISODES_STORE_URL for the file store)',
+      );
+    }
+    return new PostgresEpisodeStore({ url, mediaDir: selection.mediaDir });
   }
   return new FileEpisodeStore(selection.dataDir ?? defaultDataDir());
+}
+
+/** Connects and applies schema migrations now, so that a worker fails at start rather than at its first activity. */
+export async function prepareStore(store: EpisodeStore): Promise<void> {
+  if (store instanceof PostgresEpisodeStore) await store.ready();
 }

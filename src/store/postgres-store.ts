@@ -1,0 +1,624 @@
+/**
+ * The shared store: PostgreSQL, for workers on several machines (the file store's lock only spans one machine).
+ *
+ * The pipeline lock is `pg_advisory_xact_lock(PIPELINE_LOCK_ID)`, taken first in the transaction that reads the facts,
+ * applies `decideAllocation` and inserts the episode; COMMIT releases it. The schema enforces the same invariants a
+ * second time (unique episode_id, unique (week_id, sequence), unique non-null allocation_key), so a writer that skipped
+ * the lock gets a unique violation instead of a duplicate (reported as a retryable LockCompromised: nothing written).
+ *
+ *   episodes        one row per episode: identity columns, status, JSONB for allocated_by/approval/media/...
+ *   remote_jobs     the state's paid-step records (`steps`), one row per '<step>-r<round>'
+ *   ledger_entries  the state's charges, in order
+ *   history         completed history, one immutable JSONB entry per episode
+ *
+ * Media never enter the database: they stay under `mediaDir(id)` (EPISODES_MEDIA_DIR, default ./data/media), which
+ * is recorded in the row. Schema migrations (postgres-migrations/) are applied on first use, under their own lock.
+ */
+import * as path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { DatabaseError, Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
+import { z } from 'zod';
+import { decideAllocation, type StoredEpisodeRef } from '../domain/allocation';
+import type { EpisodeId } from '../domain/episode-id';
+import { episodeStateSchema, historyEntrySchema, type EpisodeState, type HistoryEntry } from '../domain/episode-state';
+import { PipelineError } from '../domain/errors';
+import type { WeekId } from '../domain/week-id';
+import { failpoint } from '../failpoints';
+import { ErrorType } from '../shared';
+import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
+import { initialState } from './file-store';
+import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './postgres-migrations';
+
+/** Key of the one pipeline-wide advisory lock ("EPIS" in ASCII). Every process of every version must agree on it. */
+export const PIPELINE_LOCK_ID = 0x45504953;
+/** Serialises schema migrations of processes starting at the same time. */
+export const MIGRATION_LOCK_ID = PIPELINE_LOCK_ID + 1;
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:port/database` (credentials never appear in `description` or errors). */
+  url: string;
+  /** Root of the media directories (default: EPISODES_MEDIA_DIR or ./data/media). */
+  mediaDir?: string;
+  /** Give up waiting for the pipeline lock after this long, retryably (default: EPISODES_LOCK_TIMEOUT_MS or 30 s). */
+  lockTimeoutMs?: number;
+  /**
+   * The server ends a session idle inside a transaction for this long, releasing the lock of a frozen holder
+   * (default: EPISODES_LOCK_STALE_MS or 10 s, as the file lock's staleness).
+   */
+  staleMs?: number;
+  poolSize?: number;
+  /** Test-only: skip the advisory lock so that tests can show the constraints catch what the lock would have. */
+  unsafeDisableLockForTests?: boolean;
+}
+
+export function defaultMediaDir(): string {
+  return path.resolve(process.env.EPISODES_MEDIA_DIR ?? './data/media');
+}
+
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(url);
+}
+
+/** host:port/database of a URL, without user or password. */
+export function describePostgresUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`;
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
+type Db = Pool | PoolClient;
+
+const EPISODE_COLUMNS = `
+  e.episode_id, e.week_id, e.sequence, e.allocation_key, e.allocated_by, e.created_at, e.status, e.approval, e.media,
+  e.completed_at, e.migration, e.legacy,
+  COALESCE((SELECT jsonb_object_agg(j.step_key, j.record) FROM remote_jobs j WHERE j.episode_id = e.episode_id),
+           '{}'::jsonb) AS steps,
+  COALESCE((SELECT jsonb_agg(jsonb_build_object('step', l.step, 'round', l.round, 'remote_job_id', l.remote_job_id,
+                                                'amount_cents', l.amount_cents, 'currency', l.currency,
+                                                'recorded_at', l.recorded_at) ORDER BY l.position)
+            FROM ledger_entries l WHERE l.episode_id = e.episode_id), '[]'::jsonb) AS ledger`;
+
+const refRowSchema = z.object({
+  episode_id: z.string(),
+  week_id: z.string(),
+  sequence: z.number().int(),
+  allocation_key: z.string().nullable(),
+});
+
+export class PostgresEpisodeStore implements EpisodeStore {
+  readonly description: string;
+  readonly mediaRoot: string;
+  private readonly pool: Pool;
+  private readonly lockTimeoutMs: number;
+  private readonly unsafeNoLock: boolean;
+  private migrated?: Promise<void>;
+  private closed = false;
+
+  constructor(options: PostgresStoreOptions) {
+    this.description = `postgres store at ${describePostgresUrl(options.url)}`;
+    this.mediaRoot = path.resolve(options.mediaDir ?? defaultMediaDir());
+    this.lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_OPTIONS.timeoutMs;
+    this.unsafeNoLock = options.unsafeDisableLockForTests ?? process.env.EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS === '1';
+    this.pool = new Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: 10_000,
+      idle_in_transaction_session_timeout: Math.max(2_000, options.staleMs ?? DEFAULT_LOCK_OPTIONS.staleMs),
+      application_name: 'weekly-media-pipeline',
+      keepAlive: true,
+    });
+    // An idle client losing its connection is reported here; the next query on a fresh client reports it properly.
+    this.pool.on('error', () => undefined);
+  }
+
+  mediaDir(id: EpisodeId): string {
+    return path.join(this.mediaRoot, id);
+  }
+
+  /** Applies pending schema migrations (once per process; a failure is retried on the next call). */
+  ready(): Promise<void> {
+    this.migrated ??= this.migrate().catch((e: unknown) => {
+      this.migrated = undefined;
+      throw e;
+    });
+    return this.migrated;
+  }
+
+  /** The schema version of the database (0 before the first migration). */
+  async schemaVersion(): Promise<number> {
+    await this.ready();
+    const { rows } = await this.query(
+      this.pool,
+      'read schema version',
+      'SELECT max(version) AS v FROM schema_migrations',
+    );
+    return z.object({ v: z.number().int().nullable() }).parse(rows[0]).v ?? 0;
+  }
+
+  async allocate(request: AllocationRequest): Promise<AllocationResult> {
+    await this.ready();
+    let result: AllocationResult;
+    try {
+      result = await this.allocateOnce(request);
+    } catch (e) {
+      if (!isUniqueViolation(e)) throw e;
+      // Under the lock our read saw every committed episode, so a conflicting insert came from a writer that skipped
+      // the lock. The constraint kept the store correct; a retry re-reads and decides again.
+      throw new PipelineError(
+        ErrorType.LockCompromised,
+        `allocation of ${request.allocationKey} in ${request.weekId} conflicted with a writer outside the pipeline ` +
+          `lock (${e instanceof PipelineError ? String(e.details.constraint) : '?'}); nothing was written, retry`,
+        e instanceof PipelineError ? e.details : {},
+        { cause: e },
+      );
+    }
+    // Same point as the file store's last step: the allocation is durable but not yet returned.
+    if (result.created) await failpoint('allocation.state-written');
+    return result;
+  }
+
+  async getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
+    await this.ready();
+    return this.readEpisode(this.pool, id, false);
+  }
+
+  async requireEpisode(id: EpisodeId): Promise<EpisodeState> {
+    return (await this.getEpisode(id)) ?? this.notFound(id);
+  }
+
+  async listEpisodes(filter: { weekId?: WeekId } = {}): Promise<EpisodeState[]> {
+    await this.ready();
+    const { rows } = await this.query(
+      this.pool,
+      'list episodes',
+      `SELECT ${EPISODE_COLUMNS} FROM episodes e WHERE $1::text IS NULL OR e.week_id = $1
+       ORDER BY e.week_id COLLATE "C", e.sequence`,
+      [filter.weekId ?? null],
+    );
+    return rows.map((row) => stateFromRow(row));
+  }
+
+  async updateEpisode(id: EpisodeId, update: (state: EpisodeState) => EpisodeState): Promise<EpisodeState> {
+    await this.ready();
+    return this.transaction('update episode', async (client) => {
+      await this.takePipelineLock(client);
+      // FOR UPDATE as well: even a writer that skipped the advisory lock cannot interleave with this one.
+      const current = (await this.readEpisode(client, id, true)) ?? this.notFound(id);
+      const next = episodeStateSchema.parse(update(structuredClone(current)));
+      for (const field of ['episode_id', 'week_id', 'sequence', 'allocation_key', 'created_at'] as const) {
+        if (next[field] !== current[field]) {
+          throw new PipelineError(ErrorType.InvalidState, `refusing to change ${field} of episode ${id}`);
+        }
+      }
+      await this.query(
+        client,
+        'update episode',
+        `UPDATE episodes SET allocated_by = $2, status = $3, approval = $4, media = $5, completed_at = $6,
+                migration = $7, legacy = $8, updated_at = now()
+          WHERE episode_id = $1`,
+        [
+          id,
+          json(next.allocated_by),
+          next.status,
+          jsonOrNull(next.approval),
+          json(next.media),
+          next.completed_at,
+          jsonOrNull(next.migration),
+          jsonOrNull(next.legacy),
+        ],
+      );
+      await this.writeStepsAndLedger(client, next);
+      return next;
+    });
+  }
+
+  async appendHistory(entry: HistoryEntry): Promise<void> {
+    const parsed = historyEntrySchema.parse(entry);
+    await this.ready();
+    await failpoint('completion.before-history');
+    // No pipeline lock needed: the primary key lets exactly one writer insert; everyone else compares.
+    const inserted = await this.query(
+      this.pool,
+      'append history',
+      `INSERT INTO history (episode_id, week_id, sequence, allocation_key, completed_at, total_cost_cents, currency,
+                            entry)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)
+       ON CONFLICT (episode_id) DO NOTHING`,
+      historyValues(parsed),
+    );
+    if (inserted.rowCount !== 1) {
+      // A separate statement, so that its snapshot sees a concurrent writer that won the insert.
+      const { rows } = await this.query(
+        this.pool,
+        'compare history',
+        'SELECT entry = $2::jsonb AS same FROM history WHERE episode_id = $1',
+        [parsed.episode_id, json(parsed)],
+      );
+      if (z.object({ same: z.boolean() }).safeParse(rows[0]).data?.same !== true) {
+        throw new PipelineError(
+          ErrorType.InvalidState,
+          `history of ${parsed.episode_id} is already written in the ${this.description} and differs; ` +
+            'history is append-only',
+        );
+      }
+    }
+    await failpoint('completion.after-history');
+  }
+
+  async listHistory(filter: { weekId?: WeekId } = {}): Promise<HistoryEntry[]> {
+    await this.ready();
+    const { rows } = await this.query(
+      this.pool,
+      'list history',
+      `SELECT episode_id, entry FROM history WHERE $1::text IS NULL OR week_id = $1
+       ORDER BY week_id COLLATE "C", sequence`,
+      [filter.weekId ?? null],
+    );
+    return rows.map((row) => {
+      const entry = parseRow(`history row ${String(row.episode_id)}`, historyEntrySchema, row.entry);
+      if (entry.episode_id !== row.episode_id) {
+        throw new PipelineError(ErrorType.StoreCorrupt, `history row ${String(row.episode_id)} holds another episode`);
+      }
+      return entry;
+    });
+  }
+
+  /**
+   * Writes episodes and history exactly as given (ids and sequences included), in one transaction under the pipeline
+   * lock: `episodes store copy`. Re-running is safe: a row already holding the same content is left alone, one holding
+   * different content is refused and nothing is written.
+   */
+  async importEpisodes(data: { episodes: readonly EpisodeState[]; history: readonly HistoryEntry[] }): Promise<{
+    episodesWritten: number;
+    episodesUnchanged: number;
+    historyWritten: number;
+    historyUnchanged: number;
+  }> {
+    await this.ready();
+    return this.transaction('import episodes', async (client) => {
+      await this.takePipelineLock(client);
+      const counts = { episodesWritten: 0, episodesUnchanged: 0, historyWritten: 0, historyUnchanged: 0 };
+      /** Writes `incoming` unless the same content is already there; refuses different content (rolls back all). */
+      const copyOne = async <T>(id: string, existing: T | undefined, incoming: T, insert: () => Promise<void>) => {
+        if (existing === undefined) {
+          await insert();
+          return true;
+        }
+        if (isDeepStrictEqual(existing, incoming)) return false;
+        throw new PipelineError(
+          ErrorType.StoreCorrupt,
+          `the ${this.description} already holds different data for ${id}; nothing was copied`,
+          { episodes: [id] },
+        );
+      };
+      for (const raw of data.episodes) {
+        const state = episodeStateSchema.parse(raw);
+        const existing = await this.readEpisode(client, state.episode_id, true);
+        const written = await copyOne(state.episode_id, existing, state, () => this.insertEpisode(client, state));
+        counts[written ? 'episodesWritten' : 'episodesUnchanged']++;
+      }
+      for (const raw of data.history) {
+        const entry = historyEntrySchema.parse(raw);
+        const { rows } = await this.query(client, 'read history', 'SELECT entry FROM history WHERE episode_id = $1', [
+          entry.episode_id,
+        ]);
+        const existing = rows[0] && parseRow(`history row ${entry.episode_id}`, historyEntrySchema, rows[0].entry);
+        const written = await copyOne(entry.episode_id, existing, entry, () => this.insertHistory(client, entry));
+        counts[written ? 'historyWritten' : 'historyUnchanged']++;
+      }
+      return counts;
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  // ---- internals ----
+
+  private notFound(id: EpisodeId): never {
+    throw new PipelineError(ErrorType.EpisodeNotFound, `episode ${id} does not exist in the ${this.description}`, {
+      episodeId: id,
+    });
+  }
+
+  private async allocateOnce(request: AllocationRequest): Promise<AllocationResult> {
+    const { allocationKey: key, weekId } = request;
+    return this.transaction('allocate', async (client) => {
+      await this.takePipelineLock(client);
+      const { rows } = await this.query(
+        client,
+        'read allocation facts',
+        `SELECT episode_id, week_id, sequence, allocation_key FROM episodes WHERE allocation_key = $1 OR week_id = $2`,
+        [key, weekId],
+      );
+      const refs = rows.map((row) => toRef(row));
+      const decision = decideAllocation({
+        key,
+        weekId,
+        keyMatches: refs.filter((r) => r.allocationKey === key),
+        weekEpisodes: refs.filter((r) => r.weekId === weekId),
+      });
+      if (decision.kind === 'existing') {
+        const { episodeId, weekId: week, sequence } = decision.episode;
+        return { episodeId, weekId: week, sequence, created: false };
+      }
+      await failpoint('allocation.decided');
+      const state = initialState(decision, key, request.allocatedBy, new Date().toISOString());
+      await this.insertEpisode(client, state);
+      return { episodeId: decision.episodeId, weekId, sequence: decision.sequence, created: true };
+    });
+  }
+
+  private async takePipelineLock(client: PoolClient): Promise<void> {
+    if (this.unsafeNoLock) return;
+    // lock_timeout bounds the wait; SET LOCAL semantics (is_local = true) end it with the transaction.
+    await this.query(client, 'set lock timeout', `SELECT set_config('lock_timeout', $1, true)`, [
+      `${this.lockTimeoutMs}ms`,
+    ]);
+    await this.query(client, 'take pipeline lock', 'SELECT pg_advisory_xact_lock($1)', [PIPELINE_LOCK_ID]);
+    await failpoint('allocation.lock-taken');
+  }
+
+  private async readEpisode(db: Db, id: EpisodeId, forUpdate: boolean): Promise<EpisodeState | undefined> {
+    const { rows } = await this.query(
+      db,
+      'read episode',
+      `SELECT ${EPISODE_COLUMNS} FROM episodes e WHERE e.episode_id = $1${forUpdate ? ' FOR UPDATE OF e' : ''}`,
+      [id],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const state = stateFromRow(row);
+    if (state.episode_id !== id) {
+      throw new PipelineError(ErrorType.StoreCorrupt, `episodes row ${id} holds ${state.episode_id}`);
+    }
+    return state;
+  }
+
+  private async insertEpisode(client: PoolClient, state: EpisodeState): Promise<void> {
+    await this.query(
+      client,
+      'insert episode',
+      `INSERT INTO episodes (episode_id, week_id, sequence, allocation_key, allocated_by, created_at, status, approval,
+                             media, completed_at, migration, legacy, media_dir)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      [
+        state.episode_id,
+        state.week_id,
+        state.sequence,
+        state.allocation_key,
+        json(state.allocated_by),
+        state.created_at,
+        state.status,
+        jsonOrNull(state.approval),
+        json(state.media),
+        state.completed_at,
+        jsonOrNull(state.migration),
+        jsonOrNull(state.legacy),
+        this.mediaDir(state.episode_id),
+      ],
+    );
+    await this.writeStepsAndLedger(client, state);
+  }
+
+  /** Replaces the episode's remote-job and ledger rows by the state's (one statement each way, inside the caller's tx). */
+  private async writeStepsAndLedger(client: PoolClient, state: EpisodeState): Promise<void> {
+    const id = state.episode_id;
+    await this.query(client, 'write remote jobs', 'DELETE FROM remote_jobs WHERE episode_id = $1', [id]);
+    await this.query(
+      client,
+      'write remote jobs',
+      `INSERT INTO remote_jobs (episode_id, step_key, step, round, status, idempotency_key, remote_job_id, record)
+       SELECT $1, s.key, s.value->>'step', (s.value->>'round')::int, s.value->>'status', s.value->>'idempotency_key',
+              s.value->>'remote_job_id', s.value
+         FROM jsonb_each($2::jsonb) AS s`,
+      [id, json(state.steps)],
+    );
+    await this.query(client, 'write ledger', 'DELETE FROM ledger_entries WHERE episode_id = $1', [id]);
+    await this.query(
+      client,
+      'write ledger',
+      `INSERT INTO ledger_entries (episode_id, position, step, round, remote_job_id, amount_cents, currency,
+                                   recorded_at)
+       SELECT $1, (t.ord - 1)::int, t.v->>'step', (t.v->>'round')::int, t.v->>'remote_job_id',
+              (t.v->>'amount_cents')::bigint, t.v->>'currency', t.v->>'recorded_at'
+         FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS t(v, ord)`,
+      [id, json(state.ledger)],
+    );
+  }
+
+  private async insertHistory(client: PoolClient, entry: HistoryEntry): Promise<void> {
+    await this.query(
+      client,
+      'insert history',
+      `INSERT INTO history (episode_id, week_id, sequence, allocation_key, completed_at, total_cost_cents, currency,
+                            entry)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)`,
+      historyValues(entry),
+    );
+  }
+
+  private async migrate(): Promise<void> {
+    MIGRATIONS.forEach((m, i) => {
+      if (m.version !== i + 1)
+        throw new Error(`postgres migration ${m.name} has version ${m.version}, expected ${i + 1}`);
+    });
+    await this.transaction('migrate schema', async (client) => {
+      await this.query(client, 'take migration lock', 'SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID]);
+      await this.query(
+        client,
+        'migrate schema',
+        `CREATE TABLE IF NOT EXISTS schema_migrations (
+           version    integer PRIMARY KEY,
+           name       text NOT NULL,
+           applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      const { rows } = await this.query(client, 'migrate schema', 'SELECT version FROM schema_migrations');
+      const applied = new Set(rows.map((r) => z.number().int().parse(r.version)));
+      const newest = Math.max(0, ...applied);
+      if (newest > LATEST_SCHEMA_VERSION) {
+        throw new PipelineError(
+          ErrorType.InvalidState,
+          `the ${this.description} has schema version ${newest}, newer than this build knows ` +
+            `(${LATEST_SCHEMA_VERSION}); upgrade this process`,
+        );
+      }
+      for (const m of MIGRATIONS) {
+        if (applied.has(m.version)) continue;
+        await this.query(client, `apply migration ${m.version}`, m.sql);
+        await this.query(
+          client,
+          `apply migration ${m.version}`,
+          'INSERT INTO schema_migrations (version, name) VALUES ($1, $2)',
+          [m.version, m.name],
+        );
+      }
+    });
+  }
+
+  private async transaction<T>(what: string, body: (client: PoolClient) => Promise<T>): Promise<T> {
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (e) {
+      throw toStoreError(e, `${what}: cannot connect to the ${this.description}`);
+    }
+    let broken = false;
+    try {
+      await this.query(client, what, 'BEGIN');
+      const result = await body(client);
+      // A COMMIT that fails on a lost connection leaves the outcome unknown; callers retry idempotently.
+      await this.query(client, what, 'COMMIT');
+      return result;
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async query(
+    db: Db,
+    what: string,
+    text: string,
+    values: unknown[] = [],
+  ): Promise<QueryResult<Record<string, unknown>>> {
+    try {
+      return await db.query<Record<string, unknown> & QueryResultRow>(text, values);
+    } catch (e) {
+      throw toStoreError(e, `${what} on the ${this.description}`);
+    }
+  }
+}
+
+function toRef(row: Record<string, unknown>): StoredEpisodeRef {
+  const r = parseRow(`episodes row ${String(row.episode_id)}`, refRowSchema, row);
+  // The ids are re-checked by decideAllocation; the casts only carry the brands.
+  return {
+    episodeId: r.episode_id as EpisodeId,
+    weekId: r.week_id as WeekId,
+    sequence: r.sequence,
+    allocationKey: r.allocation_key,
+  };
+}
+
+function stateFromRow(row: Record<string, unknown>): EpisodeState {
+  const { migration, legacy, ...rest } = row;
+  return parseRow(`episodes row ${String(row.episode_id)}`, episodeStateSchema, {
+    schema: 'episode-state/v1',
+    ...rest,
+    ...(migration === null ? {} : { migration }),
+    ...(legacy === null ? {} : { legacy }),
+  });
+}
+
+function parseRow<S extends z.ZodType>(where: string, schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const at = issue?.path.length ? issue.path.join('.') : '(root)';
+    throw new PipelineError(
+      ErrorType.StoreCorrupt,
+      `${where}: unexpected content at ${at}: ${issue?.message ?? 'schema mismatch'}`,
+      { where },
+    );
+  }
+  return parsed.data;
+}
+
+function historyValues(entry: HistoryEntry): unknown[] {
+  return [
+    entry.episode_id,
+    entry.week_id,
+    entry.sequence,
+    entry.allocation_key,
+    entry.completed_at,
+    entry.total_cost_cents,
+    entry.currency,
+    json(entry),
+  ];
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(value);
+}
+
+function jsonOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+function isUniqueViolation(e: unknown): boolean {
+  return e instanceof PipelineError && e.details.sqlstate === '23505';
+}
+
+/** Connection-level trouble a retry can fix: network errors, server restarts, too many connections. */
+const RETRYABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * SQLSTATE → ErrorType. Integrity violations and schema mismatches are StoreCorrupt (a retry cannot fix them);
+ * lock_not_available is LockTimeout; everything else, connection errors first, is a retryable StorageFailure.
+ */
+export function toStoreError(e: unknown, what: string): PipelineError {
+  if (e instanceof PipelineError) return e;
+  if (e instanceof DatabaseError) {
+    const sqlstate = e.code ?? '';
+    const details = { sqlstate, constraint: e.constraint ?? null, table: e.table ?? null };
+    if (sqlstate === '55P03') {
+      return new PipelineError(ErrorType.LockTimeout, `${what}: pipeline lock still held by another process`, details, {
+        cause: e,
+      });
+    }
+    if (sqlstate.startsWith('23') || sqlstate.startsWith('42')) {
+      const why = sqlstate.startsWith('23') ? `constraint ${e.constraint ?? '?'} refused the write` : 'schema mismatch';
+      return new PipelineError(
+        ErrorType.StoreCorrupt,
+        `${what}: ${why} (SQLSTATE ${sqlstate}: ${e.message})`,
+        details,
+        {
+          cause: e,
+        },
+      );
+    }
+    return new PipelineError(ErrorType.StorageFailure, `${what}: SQLSTATE ${sqlstate}: ${e.message}`, details, {
+      cause: e,
+    });
+  }
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  const message = e instanceof Error ? e.message : String(e);
+  return new PipelineError(
+    ErrorType.StorageFailure,
+    `${what}: ${code && RETRYABLE_NODE_CODES.has(code) ? code : message}`,
+    { code: code ?? null },
+    { cause: e },
+  );
+}

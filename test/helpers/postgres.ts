@@ -1,0 +1,115 @@
+/**
+ * PostgreSQL for the tests. EPISODES_TEST_PG_URL points at an existing server; when it is unset, the first caller
+ * starts a throwaway one (scripts/postgres-test-server.sh: loopback, free port, installs Debian's postgresql if
+ * missing) and a root-level `after` hook stops it once the whole mocha run is over. Every store gets a fresh database.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from 'pg';
+import { REPO_ROOT } from './temporal';
+
+const SCRIPT = path.join(REPO_ROOT, 'scripts', 'postgres-test-server.sh');
+const STATE_ROOT = path.join(REPO_ROOT, '.pgtest');
+const execFileAsync = promisify(execFile);
+
+let server: Promise<string> | undefined;
+/** PGTEST_DIR of the server this process started; undefined when using EPISODES_TEST_PG_URL or not started. */
+let ownServerDir: string | undefined;
+const createdDatabases: string[] = [];
+let counter = 0;
+
+/** URL of the test server (admin access: tests create databases on it). */
+export function testPostgresUrl(): Promise<string> {
+  server ??= startServer();
+  return server;
+}
+
+async function startServer(): Promise<string> {
+  const existing = process.env.EPISODES_TEST_PG_URL;
+  if (existing) return existing;
+  stopAbandonedServers();
+  ownServerDir = path.join(STATE_ROOT, `mocha-${process.pid}`);
+  // Generous: the first run on a fresh machine may install PostgreSQL with apt-get.
+  const { stdout } = await execFileAsync('bash', [SCRIPT, 'start'], {
+    env: { ...process.env, PGTEST_DIR: ownServerDir },
+    timeout: 600_000,
+  });
+  return stdout.trim();
+}
+
+/** A new, empty database on the test server; its URL. */
+export async function freshDatabase(prefix = 'test'): Promise<string> {
+  const base = await testPostgresUrl();
+  const name = `${prefix.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${process.pid}_${counter++}`;
+  await withDatabase(base, (c) => c.query(`CREATE DATABASE "${name}"`));
+  createdDatabases.push(name);
+  return databaseUrl(base, name);
+}
+
+export function databaseUrl(base: string, database: string): string {
+  const url = new URL(base);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** One connection to `url` for the body (tests inspect or damage a schema on purpose through it). */
+export async function withDatabase<T>(url: string, body: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await body(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function stopTestPostgres(): Promise<void> {
+  if (!server) return;
+  const base = await server.catch(() => undefined);
+  server = undefined;
+  if (ownServerDir) {
+    const dir = ownServerDir;
+    ownServerDir = undefined;
+    await execFileAsync('bash', [SCRIPT, 'stop'], { env: { ...process.env, PGTEST_DIR: dir } });
+  } else if (base) {
+    // An existing server: leave it as we found it.
+    await withDatabase(base, async (c) => {
+      for (const name of createdDatabases.splice(0)) await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    });
+  }
+}
+
+/** Servers of earlier mocha runs that were killed before their `after` hook. */
+function stopAbandonedServers(): void {
+  if (!existsSync(STATE_ROOT)) return;
+  for (const name of readdirSync(STATE_ROOT)) {
+    const pid = /^mocha-(\d+)$/.exec(name)?.[1];
+    if (!pid || isAlive(Number(pid))) continue;
+    execFileSync('bash', [SCRIPT, 'stop'], { env: { ...process.env, PGTEST_DIR: path.join(STATE_ROOT, name) } });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// Loaded from spec files, so this `after` is a root hook: it runs once, after every test of the mocha run.
+if (typeof after === 'function') {
+  after(async function () {
+    this.timeout(60_000);
+    await stopTestPostgres();
+  });
+}
+// Last resort (an uncaught error, Ctrl-C): never leave the server running.
+process.on('exit', () => {
+  if (ownServerDir) {
+    execFileSync('bash', [SCRIPT, 'stop'], { env: { ...process.env, PGTEST_DIR: ownServerDir }, stdio: 'ignore' });
+  }
+});
