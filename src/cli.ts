@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAllocationCommands } from './cli/allocation-commands';
 import { CliContext } from './cli/context';
 import { registerScheduleCommands } from './cli/schedule-commands';
+import { registerVendorCommands } from './cli/vendor-commands';
 import { PipelineError } from './domain/errors';
 import { ErrorType } from './shared';
 
@@ -26,6 +27,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   const ctx = new CliContext(program);
   registerAllocationCommands(program, ctx);
   registerScheduleCommands(program, ctx);
+  registerVendorCommands(program, ctx);
   return { program, ctx };
 }
 

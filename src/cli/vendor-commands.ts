@@ -1,0 +1,70 @@
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { PipelineError } from '../domain/errors';
+import { ErrorType } from '../shared';
+import { DEFAULT_VENDOR_PORT } from '../vendor/api';
+import { envCredentialsLoader } from '../vendor/credentials';
+import { startVendorSimulator } from '../vendor/simulator';
+import type { CliContext } from './context';
+
+interface VendorSimOptions {
+  port: string;
+  apiKeyFile?: string;
+  stateFile?: string;
+  latencyMs?: string;
+  jobDurationMs?: string;
+  idempotency: boolean;
+  quiet?: boolean;
+}
+
+export function registerVendorCommands(program: Command, _ctx: CliContext): void {
+  program
+    .command('vendor-sim')
+    .description('run the local vendor simulator on 127.0.0.1 until SIGINT/SIGTERM (key: VENDOR_API_KEY[_FILE])')
+    .option('--port <port>', 'TCP port (0 = any free port)', String(DEFAULT_VENDOR_PORT))
+    .option('--api-key-file <file>', 'read the API key from this file instead of the environment')
+    .option('--state-file <file>', 'keep jobs, charges and idempotency records in this JSON file across restarts')
+    .option('--latency-ms <ms>', 'delay before the vendor works on each request')
+    .option('--job-duration-ms <ms>', 'time from acceptance to success')
+    .option('--no-idempotency', 'ignore Idempotency-Key: every submission creates and charges a new job')
+    .option('--quiet', 'do not log requests to stderr')
+    .action(async (opts: VendorSimOptions) => {
+      const port = parseInteger('--port', opts.port, 65_535);
+      const latencyMs = opts.latencyMs === undefined ? undefined : parseInteger('--latency-ms', opts.latencyMs);
+      const jobDurationMs =
+        opts.jobDurationMs === undefined ? undefined : parseInteger('--job-duration-ms', opts.jobDurationMs);
+      const loader = envCredentialsLoader(
+        opts.apiKeyFile === undefined ? process.env : { VENDOR_API_KEY_FILE: opts.apiKeyFile },
+      );
+      const sim = await startVendorSimulator({
+        apiKey: await loader.load(),
+        port,
+        stateFile: opts.stateFile,
+        jobDurationMs,
+        faults: { latencyMs, noIdempotency: opts.idempotency ? undefined : true },
+        log: opts.quiet ? undefined : (line) => process.stderr.write(`vendor-sim: ${line}\n`),
+      });
+      console.log(`vendor simulator listening on ${sim.url} (export VENDOR_BASE_URL=${sim.url})`);
+      await untilSignal();
+      await sim.close();
+      console.log('vendor simulator stopped');
+    });
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+function parseInteger(flag: string, raw: string, max = 600_000): number {
+  const parsed = z.coerce.number().int().min(0).max(max).safeParse(raw);
+  if (!parsed.success) throw new PipelineError(ErrorType.InvalidInput, `${flag} must be an integer from 0 to ${max}`);
+  return parsed.data;
+}
