@@ -34,7 +34,7 @@ export interface EpisodeStore {
   /** Append-only: writing the same entry again is a no-op, a different one for the same episode is refused. */
   appendHistory(entry: HistoryEntry): Promise<void>;
   listHistory(filter?: { weekId?: WeekId }): Promise<HistoryEntry[]>;
-  /** Directory holding the episode's media files. */
+  /** Root of the episode's media files: every `MediaFile.path` in its state is relative to this directory. */
   mediaDir(id: EpisodeId): string;
   close(): Promise<void>;
 }

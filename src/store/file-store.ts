@@ -125,8 +125,9 @@ export class FileEpisodeStore implements EpisodeStore {
   historyPath(id: EpisodeId): string {
     return path.join(this.dataDir, 'history', `${id}.json`);
   }
+  /** Media paths recorded in state are relative to the episode's directory (`media/final.mp4`). */
   mediaDir(id: EpisodeId): string {
-    return path.join(this.episodeDir(id), 'media');
+    return this.episodeDir(id);
   }
 
   async allocate(request: AllocationRequest): Promise<AllocationResult> {
