@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAllocationCommands } from './cli/allocation-commands';
 import { CliContext } from './cli/context';
 import { registerScheduleCommands } from './cli/schedule-commands';
+import { registerStoreCommands } from './cli/store-commands';
 import { registerVendorCommands } from './cli/vendor-commands';
 import { PipelineError } from './domain/errors';
 import { ErrorType } from './shared';
@@ -21,12 +22,14 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   const program = new Command('episodes')
     .description('weekly media pipeline: episodes, schedule, paid production')
     .option('--data-dir <dir>', 'data directory of the file store (env EPISODES_DATA_DIR, default ./data)')
+    .option('--store-url <url>', 'postgres:// URL of the shared PostgreSQL store (env EPISODES_STORE_URL)')
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(str) })
     .showHelpAfterError(false);
   const ctx = new CliContext(program);
   registerAllocationCommands(program, ctx);
   registerScheduleCommands(program, ctx);
+  registerStoreCommands(program, ctx);
   registerVendorCommands(program, ctx);
   return { program, ctx };
 }

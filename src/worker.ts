@@ -5,10 +5,11 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { loadConfig, type PipelineConfig } from './config';
-import { FileEpisodeStore } from './store/file-store';
+import { openStore, prepareStore } from './store/open-store';
 
+/** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
 export function buildDeps(): ActivityDeps {
-  return { store: new FileEpisodeStore() };
+  return { store: openStore() };
 }
 
 export async function createWorker(
@@ -31,6 +32,8 @@ export async function createWorker(
 async function main(): Promise<void> {
   const config = loadConfig();
   const deps = buildDeps();
+  // Schema migrations and connectivity now: a misconfigured store fails the start, not the first activity.
+  await prepareStore(deps.store);
   const { worker, connection } = await createWorker(config, deps);
   console.log(
     `worker: task queue ${config.taskQueue} on ${config.temporalAddress}/${config.temporalNamespace}, ` +

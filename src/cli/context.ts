@@ -1,8 +1,9 @@
 import { Client, Connection } from '@temporalio/client';
 import type { Command } from 'commander';
 import { loadConfig, type PipelineConfig } from '../config';
-import { FileEpisodeStore, defaultDataDir } from '../store/file-store';
+import { defaultDataDir } from '../store/file-store';
 import type { EpisodeStore } from '../store/episode-store';
+import { openStore } from '../store/open-store';
 
 /** Lazily built dependencies of CLI commands: a command that never talks to Temporal never connects. */
 export class CliContext {
@@ -18,7 +19,8 @@ export class CliContext {
   }
 
   getStore(): EpisodeStore {
-    this.store ??= new FileEpisodeStore(this.dataDir);
+    const { dataDir, storeUrl } = this.program.opts<{ dataDir?: string; storeUrl?: string }>();
+    this.store ??= openStore({ dataDir, storeUrl });
     return this.store;
   }
 

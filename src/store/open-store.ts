@@ -14,11 +14,15 @@ export interface StoreSelection {
 }
 
 /**
- * The one place that decides which EpisodeStore a process uses: a `postgres://` or `postgresql://` URL (option, else
- * EPISODES_STORE_URL) selects the shared PostgreSQL store; otherwise the file store, the embedded default.
+ * The one place that decides which EpisodeStore a process uses: a `postgres://` or `postgresql://` URL selects the
+ * shared PostgreSQL store; otherwise the file store, the embedded default. Precedence: `storeUrl`, then an explicit
+ * `dataDir` (the file store, even when EPISODES_STORE_URL is set), then EPISODES_STORE_URL, then EPISODES_DATA_DIR.
  */
 export function openStore(selection: StoreSelection = {}): EpisodeStore {
-  const url = selection.storeUrl ?? process.env.EPISODES_STORE_URL;
+  if (selection.storeUrl !== undefined && selection.dataDir !== undefined) {
+    throw new PipelineError(ErrorType.InvalidInput, 'give a file store data dir or a store URL, not both');
+  }
+  const url = selection.storeUrl ?? (selection.dataDir === undefined ? process.env.EPISODES_STORE_URL : undefined);
   if (url) {
     if (!isPostgresUrl(url)) {
       // Never echo the URL: it may carry a password.
