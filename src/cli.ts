@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerAllocationCommands } from './cli/allocation-commands';
 import { CliContext } from './cli/context';
+import { registerMigrationCommands } from './cli/migration-commands';
 import { registerScheduleCommands } from './cli/schedule-commands';
 import { registerStoreCommands } from './cli/store-commands';
 import { registerVendorCommands } from './cli/vendor-commands';
@@ -29,6 +30,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   const ctx = new CliContext(program);
   registerAllocationCommands(program, ctx);
   registerScheduleCommands(program, ctx);
+  registerMigrationCommands(program, ctx);
   registerStoreCommands(program, ctx);
   registerVendorCommands(program, ctx);
   return { program, ctx };

@@ -1,0 +1,222 @@
+/**
+ * Legacy (week-v1) episode → current schema, as pure functions: the migration writes what `mapLegacyEpisode` returns,
+ * and `episodes verify` recomputes it from the preserved evidence to prove that nothing changed since.
+ */
+import { formatEpisodeId } from '../domain/episode-id';
+import {
+  approvalSchema,
+  episodeStateSchema,
+  historyEntrySchema,
+  paidStepSchema,
+  stepKey,
+  type Approval,
+  type EpisodeState,
+  type HistoryEntry,
+  type LedgerEntry,
+  type MediaFile,
+  type StepRecord,
+} from '../domain/episode-state';
+import type { WeekId } from '../domain/week-id';
+import type { WeekIndexEntry } from '../store/file-store';
+import { ProblemCode, problem, type Problem } from '../verify/problem';
+import { EVIDENCE_DIR } from './journal';
+import {
+  LEGACY_FORMAT,
+  type JsonObject,
+  type LegacyHistoryEntry,
+  type LegacyRemoteJob,
+  type LegacyState,
+} from './legacy-format';
+
+/** The old layout had one episode per week, so every legacy episode becomes sequence 0 of its week. */
+export const LEGACY_SEQUENCE = 0;
+
+/** Remote job statuses a completed legacy episode may carry; anything else is still in flight and is refused. */
+const FINAL_JOB_STATUSES = new Set(['succeeded', 'failed']);
+
+export interface MigrationSource {
+  /** state.json exactly as parsed from its bytes: it goes verbatim under `legacy`. */
+  raw: JsonObject;
+  legacy: LegacyState;
+  /** This week's value in history.json, verbatim. */
+  historyRaw: JsonObject;
+  history: LegacyHistoryEntry;
+  sourceStateSha256: string;
+  sourceHistorySha256: string;
+  migratedAt: string;
+}
+
+export interface MappedEpisode {
+  state: EpisodeState;
+  history: HistoryEntry;
+  indexEntry: WeekIndexEntry;
+}
+
+/**
+ * Values that fit the legacy schema but cannot be carried into the current one without losing money or meaning.
+ * Anything reported here stops the migration; values that merely have no typed home stay only under `legacy`.
+ */
+export function legacyRepresentationProblems(legacy: LegacyState, file: string, episodeId: string): Problem[] {
+  const where = { episode_id: episodeId, file };
+  const problems: Problem[] = [];
+  const unrepresentable = (message: string) =>
+    problems.push(problem(ProblemCode.LegacyUnrepresentable, message, where));
+  if (legacy.status !== 'completed') {
+    problems.push(
+      problem(ProblemCode.LegacyNotCompleted, `status is ${JSON.stringify(legacy.status)}, not "completed"`, where),
+    );
+  } else if (legacy.completed_at == null) {
+    problems.push(problem(ProblemCode.LegacyStateInvalid, 'status is "completed" but completed_at is missing', where));
+  }
+  const jobs = new Map<string, LegacyRemoteJob>();
+  for (const job of legacy.remote_jobs) {
+    if (jobs.has(job.remote_job_id)) unrepresentable(`remote job ${job.remote_job_id} is recorded twice`);
+    jobs.set(job.remote_job_id, job);
+    if (paidStepSchema.safeParse(job.step).success && !FINAL_JOB_STATUSES.has(job.status)) {
+      unrepresentable(`remote job ${job.remote_job_id} (${job.step}) has status ${JSON.stringify(job.status)}`);
+    }
+  }
+  const currencies = new Set<string>();
+  for (const cost of legacy.costs) {
+    currencies.add(cost.currency);
+    if (!paidStepSchema.safeParse(cost.step).success) {
+      unrepresentable(
+        `cost of remote job ${cost.remote_job_id} has step ${JSON.stringify(cost.step)}, not a paid step`,
+      );
+    }
+    const job = jobs.get(cost.remote_job_id);
+    if (!job) unrepresentable(`cost references remote job ${JSON.stringify(cost.remote_job_id)}, not in remote_jobs`);
+    else if (job.step !== cost.step) {
+      unrepresentable(`cost of remote job ${cost.remote_job_id} is for step ${cost.step}, the job is ${job.step}`);
+    }
+  }
+  if (currencies.size > 1) unrepresentable(`costs mix currencies ${[...currencies].sort().join(', ')}`);
+  return problems;
+}
+
+export function mapLegacyEpisode(source: MigrationSource): MappedEpisode {
+  const { legacy } = source;
+  const fromId: WeekId = legacy.week;
+  const episodeId = formatEpisodeId(fromId, LEGACY_SEQUENCE);
+  const allocatedBy = { kind: 'migration', from_id: fromId } as const;
+  const rounds = roundsOf(legacy.remote_jobs);
+  const roundOf = (jobId: string): number => rounds.get(jobId) ?? 0;
+  const media = Object.fromEntries(
+    Object.entries(legacy.media).map(([name, m]): [string, MediaFile] => [
+      name,
+      { path: m.path, sha256: m.sha256, bytes: m.bytes },
+    ]),
+  );
+
+  const ledger: LedgerEntry[] = legacy.costs.map((c) => ({
+    step: paidStepSchema.parse(c.step),
+    round: roundOf(c.remote_job_id),
+    remote_job_id: c.remote_job_id,
+    amount_cents: c.amount_cents,
+    currency: c.currency,
+    recorded_at: c.recorded_at,
+  }));
+
+  const steps: Record<string, StepRecord> = {};
+  for (const job of legacy.remote_jobs) {
+    const step = paidStepSchema.safeParse(job.step);
+    if (!step.success) continue; // Not a paid step: no typed home, kept under `legacy` only.
+    const round = roundOf(job.remote_job_id);
+    const succeeded = job.status === 'succeeded';
+    const latest = !legacy.remote_jobs.some((j) => j.step === job.step && roundOf(j.remote_job_id) > round);
+    steps[stepKey(step.data, round)] = {
+      step: step.data,
+      round,
+      idempotency_key: `${LEGACY_FORMAT}:${fromId}:${job.remote_job_id}`,
+      status: succeeded ? 'succeeded' : 'failed',
+      intent_at: job.submitted_at,
+      spec: {},
+      remote_job_id: job.remote_job_id,
+      submitted_at: job.submitted_at,
+      quoted_cost: null,
+      artifact: succeeded && latest ? (media[job.step] ?? null) : null,
+      charged: legacy.costs.some((c) => c.remote_job_id === job.remote_job_id),
+      reconciliation: null,
+      error: null,
+    };
+  }
+
+  const migration = {
+    from_id: fromId,
+    from_format: LEGACY_FORMAT,
+    migrated_at: source.migratedAt,
+    source_state_sha256: source.sourceStateSha256,
+    source_history_sha256: source.sourceHistorySha256,
+    evidence_dir: EVIDENCE_DIR,
+  } as const;
+  const approval = mapApproval(legacy.approval);
+  const completedAt = legacy.completed_at ?? source.history.completed_at;
+
+  const state = episodeStateSchema.parse({
+    schema: 'episode-state/v1',
+    episode_id: episodeId,
+    week_id: fromId,
+    sequence: LEGACY_SEQUENCE,
+    allocation_key: null,
+    allocated_by: allocatedBy,
+    created_at: legacy.created_at,
+    status: 'completed',
+    steps,
+    ledger,
+    approval,
+    media,
+    completed_at: completedAt,
+    migration,
+    legacy: source.raw,
+  } satisfies EpisodeState);
+
+  const history = historyEntrySchema.parse({
+    schema: 'history-entry/v1',
+    episode_id: episodeId,
+    week_id: fromId,
+    sequence: LEGACY_SEQUENCE,
+    allocation_key: null,
+    completed_at: completedAt,
+    remote_jobs: legacy.remote_jobs.map((j) => ({
+      step: j.step,
+      round: roundOf(j.remote_job_id),
+      remote_job_id: j.remote_job_id,
+    })),
+    ledger,
+    total_cost_cents: source.history.total_cost_cents,
+    currency: source.history.currency,
+    approval,
+    media,
+    migration,
+    legacy: source.historyRaw,
+  } satisfies HistoryEntry);
+
+  const indexEntry: WeekIndexEntry = {
+    episode_id: episodeId,
+    sequence: LEGACY_SEQUENCE,
+    allocation_key: null,
+    created_at: legacy.created_at,
+    allocated_by: allocatedBy,
+  };
+  return { state, history, indexEntry };
+}
+
+/** Legacy had no rounds: jobs of the same step are numbered in the order they are recorded. */
+function roundsOf(jobs: readonly LegacyRemoteJob[]): Map<string, number> {
+  const next = new Map<string, number>();
+  const rounds = new Map<string, number>();
+  for (const job of jobs) {
+    const round = next.get(job.step) ?? 0;
+    rounds.set(job.remote_job_id, round);
+    next.set(job.step, round + 1);
+  }
+  return rounds;
+}
+
+/** An approval status the current schema does not know stays under `legacy` only (approval null). */
+function mapApproval(a: LegacyState['approval']): Approval | null {
+  if (!a) return null;
+  const status = approvalSchema.shape.status.safeParse(a.status);
+  if (!status.success) return null;
+  return { status: status.data, by: a.approved_by ?? null, at: a.approved_at ?? null, notes: null };
+}
