@@ -7,13 +7,17 @@ import { createHash } from 'node:crypto';
 import { ErrorType } from '../../src/shared';
 import { isPipelineError } from '../../src/domain/errors';
 import { VendorClient } from '../../src/vendor/client';
-import { isVendorError, type VendorError } from '../../src/vendor/vendor-error';
-import { closedPort, clientFor, rejection, sleep, TEST_API_KEY, useSimulators, videoRequest, waitFor } from './helpers';
-
-function asVendorError(e: unknown): VendorError {
-  assert.ok(isVendorError(e), `expected a VendorError, got ${String(e)}`);
-  return e;
-}
+import {
+  closedPort,
+  clientFor,
+  rejection,
+  sleep,
+  TEST_API_KEY,
+  useSimulators,
+  videoRequest,
+  waitFor,
+  asVendorError,
+} from './helpers';
 
 describe('vendor client against the simulator', () => {
   const startSim = useSimulators();
@@ -109,8 +113,8 @@ describe('vendor client against the simulator', () => {
     });
 
     it('timeout after sending → SubmissionOutcomeUnknown; the vendor did accept and charge', async () => {
-      const sim = await startSim({ faults: { latencyMs: 400 } });
-      const client = clientFor(sim, { timeoutMs: 100 });
+      const sim = await startSim({ faults: { latencyMs: 800 } });
+      const client = clientFor(sim, { timeoutMs: 250 });
       const e = asVendorError(await rejection(client.submitJob(videoRequest, 'k1')));
       assert.equal(e.type, ErrorType.SubmissionOutcomeUnknown);
       assert.equal(e.outcome, 'unknown');

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { VendorClient, type VendorClientOptions } from '../../src/vendor/client';
 import { startVendorSimulator, type VendorSimulator, type VendorSimulatorOptions } from '../../src/vendor/simulator';
+import { isVendorError, type VendorError } from '../../src/vendor/vendor-error';
 
 /** Distinctive, so a leak anywhere is unmistakable. */
 export const TEST_API_KEY = 'sk-test-7f3a9c21-SECRET-d4e8b6';
@@ -93,6 +94,11 @@ export function everyRendering(value: unknown): string {
 
 export function assertNoSecret(value: unknown, secret = TEST_API_KEY): void {
   assert.ok(!everyRendering(value).includes(secret), 'the API key leaked');
+}
+
+export function asVendorError(e: unknown): VendorError {
+  assert.ok(isVendorError(e), `expected a VendorError, got ${String(e)}`);
+  return e;
 }
 
 /** Captures the promise's rejection (failing the test if it resolves). */

@@ -6,8 +6,7 @@
 import assert from 'node:assert/strict';
 import type * as http from 'node:http';
 import { ErrorType } from '../../src/shared';
-import { isVendorError, type VendorError } from '../../src/vendor/vendor-error';
-import { clientFor, rejection, useHostileServers, videoRequest } from './helpers';
+import { clientFor, rejection, useHostileServers, videoRequest, asVendorError } from './helpers';
 
 const accepted = {
   job_id: 'job_1',
@@ -24,11 +23,6 @@ function json(res: http.ServerResponse, status: number, body: unknown, headers: 
     ...headers,
   });
   res.end(payload);
-}
-
-function asVendorError(e: unknown): VendorError {
-  assert.ok(isVendorError(e), `expected a VendorError, got ${String(e)}`);
-  return e;
 }
 
 describe('vendor client against a hostile server', () => {
@@ -116,7 +110,7 @@ describe('vendor client against a hostile server', () => {
   describe('slow and cut-off responses', () => {
     it('headers that never come → timeout, outcome unknown', async () => {
       const server = await serve(() => undefined);
-      const e = asVendorError(await rejection(clientFor(server, { timeoutMs: 150 }).submitJob(videoRequest, 'k1')));
+      const e = asVendorError(await rejection(clientFor(server, { timeoutMs: 300 }).submitJob(videoRequest, 'k1')));
       assert.deepEqual([e.type, e.reason, e.outcome], [ErrorType.SubmissionOutcomeUnknown, 'timeout', 'unknown']);
     });
 
@@ -132,10 +126,10 @@ describe('vendor client against a hostile server', () => {
             clearInterval(timer);
             res.end();
           }
-        }, 40);
+        }, 80);
         res.on('close', () => clearInterval(timer));
       });
-      const e = asVendorError(await rejection(clientFor(server, { timeoutMs: 100 }).submitJob(videoRequest, 'k1')));
+      const e = asVendorError(await rejection(clientFor(server, { timeoutMs: 250 }).submitJob(videoRequest, 'k1')));
       assert.deepEqual([e.reason, e.outcome], ['timeout', 'unknown']);
       assert.equal((await clientFor(server, { timeoutMs: 2000 }).submitJob(videoRequest, 'k1')).job_id, 'job_1');
     });
@@ -155,7 +149,7 @@ describe('vendor client against a hostile server', () => {
         res.writeHead(503, { 'content-length': 100 });
         res.write('{');
       });
-      const e = asVendorError(await rejection(clientFor(server, { timeoutMs: 150 }).submitJob(videoRequest, 'k1')));
+      const e = asVendorError(await rejection(clientFor(server, { timeoutMs: 300 }).submitJob(videoRequest, 'k1')));
       assert.deepEqual([e.type, e.status, e.outcome], [ErrorType.VendorUnavailable, 503, 'not-accepted']);
     });
 

@@ -36,15 +36,15 @@ describe('the vendor API key never leaks', () => {
   it('not in errors or log lines of any failure mode against the simulator', async () => {
     const sim = await startSim();
     const { logger, lines } = capturingLogger();
-    const client = clientFor(sim, { logger, timeoutMs: 100 });
+    const client = clientFor(sim, { logger });
     const errors: unknown[] = [];
     sim.setFaults({ fail5xx: { count: 1 } });
     errors.push(await rejection(client.submitJob(videoRequest, 'k1')));
     sim.setFaults({ acceptThenDrop: { count: 1 } });
     errors.push(await rejection(client.submitJob(videoRequest, 'k2')));
     sim.setFaults({ latencyMs: 300 });
-    errors.push(await rejection(client.submitJob(videoRequest, 'k3')));
-    errors.push(await rejection(client.getBilling()));
+    errors.push(await rejection(client.submitJob(videoRequest, 'k3', { timeoutMs: 100 })));
+    errors.push(await rejection(client.getBilling({ timeoutMs: 100 })));
     sim.setFaults({});
     errors.push(await rejection(client.submitJob({ ...videoRequest, kind: 'cover' }, 'k2')));
     errors.push(await rejection(client.getJob('job_missing')));
