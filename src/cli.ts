@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAllocationCommands } from './cli/allocation-commands';
 import { CliContext } from './cli/context';
 import { registerMigrationCommands } from './cli/migration-commands';
+import { registerPaidCommands } from './cli/paid-commands';
 import { registerScheduleCommands } from './cli/schedule-commands';
 import { registerStoreCommands } from './cli/store-commands';
 import { registerVendorCommands } from './cli/vendor-commands';
@@ -30,6 +31,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   const ctx = new CliContext(program);
   registerAllocationCommands(program, ctx);
   registerScheduleCommands(program, ctx);
+  registerPaidCommands(program, ctx);
   registerMigrationCommands(program, ctx);
   registerStoreCommands(program, ctx);
   registerVendorCommands(program, ctx);

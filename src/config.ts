@@ -2,12 +2,14 @@
 import { z } from 'zod';
 import { parseTimeZone } from './domain/week-id';
 import { TASK_QUEUE } from './shared';
+import { DEFAULT_EPISODE_BUDGET_CENTS } from './activities/paid-steps';
 
 const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).default('localhost:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   EPISODES_TASK_QUEUE: z.string().min(1).default(TASK_QUEUE),
   PIPELINE_TIMEZONE: z.string().min(1).default('UTC'),
+  EPISODE_BUDGET_CENTS: z.coerce.number().int().positive().default(DEFAULT_EPISODE_BUDGET_CENTS),
 });
 
 export interface PipelineConfig {
@@ -15,6 +17,8 @@ export interface PipelineConfig {
   temporalNamespace: string;
   taskQueue: string;
   timezone: string;
+  /** Per-episode cost cap in cents (EPISODE_BUDGET_CENTS). */
+  budgetCents: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipelineConfig {
@@ -24,5 +28,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipelineConfig
     temporalNamespace: parsed.TEMPORAL_NAMESPACE,
     taskQueue: parsed.EPISODES_TASK_QUEUE,
     timezone: parseTimeZone(parsed.PIPELINE_TIMEZONE),
+    budgetCents: parsed.EPISODE_BUDGET_CENTS,
   };
 }

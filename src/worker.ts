@@ -5,11 +5,19 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { loadConfig, type PipelineConfig } from './config';
+import { envCredentialsLoader } from './vendor/credentials';
+import { vendorEndpointFromEnv } from './vendor/endpoint';
 import { openStore, prepareStore } from './store/open-store';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
-export function buildDeps(): ActivityDeps {
-  return { store: openStore() };
+export function buildDeps(config: PipelineConfig = loadConfig()): ActivityDeps {
+  return {
+    store: openStore(),
+    // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
+    credentials: envCredentialsLoader(),
+    vendor: vendorEndpointFromEnv(),
+    budgetCents: config.budgetCents,
+  };
 }
 
 export async function createWorker(
@@ -31,7 +39,7 @@ export async function createWorker(
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const deps = buildDeps();
+  const deps = buildDeps(config);
   // Schema migrations and connectivity now: a misconfigured store fails the start, not the first activity.
   await prepareStore(deps.store);
   const { worker, connection } = await createWorker(config, deps);

@@ -1,14 +1,25 @@
 import type { EpisodeStore } from '../store/episode-store';
+import type { CredentialsLoader } from '../vendor/credentials';
+import type { VendorEndpoint } from '../vendor/endpoint';
 import { createAllocationActivities } from './allocation';
+import { createLifecycleActivities } from './episode-lifecycle';
+import { createPaidStepActivities } from './paid-steps';
 
 /** Everything activities need from the outside world; only worker.ts and tests build the real thing. */
 export interface ActivityDeps {
   store: EpisodeStore;
+  /** Read lazily, and only by paid activities after their episode guard has passed. */
+  credentials: CredentialsLoader;
+  vendor: VendorEndpoint;
+  budgetCents: number;
+  pollIntervalMs?: number;
 }
 
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createAllocationActivities(deps),
+    ...createLifecycleActivities(deps),
+    ...createPaidStepActivities(deps),
   };
 }
 

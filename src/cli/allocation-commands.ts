@@ -108,6 +108,11 @@ export function describeEpisode(e: EpisodeState): string {
   for (const [key, s] of Object.entries(e.steps)) {
     lines.push(`step ${key.padEnd(12)} ${s.status.padEnd(20)} job=${s.remote_job_id ?? '-'}`);
   }
+  for (const l of e.ledger) {
+    lines.push(
+      `charge       ${`${l.step}-r${l.round}`.padEnd(12)} ${String(l.amount_cents).padStart(6)} ${l.currency}  job=${l.remote_job_id}`,
+    );
+  }
   const total = e.ledger.reduce((sum, l) => sum + l.amount_cents, 0);
   if (e.ledger.length) lines.push(`ledger       ${e.ledger.length} charges, ${total} cents`);
   for (const [name, m] of Object.entries(e.media)) lines.push(`media ${name.padEnd(7)} ${m.path} sha256=${m.sha256}`);

@@ -1,10 +1,14 @@
 import {
   ApplicationFailure,
+  ParentClosePolicy,
+  WorkflowIdReusePolicy,
   proxyActivities,
-  type ActivityOptions,
+  startChild,
   upsertSearchAttributes,
   workflowInfo,
+  type ActivityOptions,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { AllocateEpisodeOutput } from '../activities/allocation';
 import { PipelineError } from '../domain/errors';
@@ -16,6 +20,7 @@ import {
   ScheduledStartTimeSearchAttribute,
   WeekIdSearchAttribute,
 } from '../shared';
+import { episodeProductionWorkflow, productionWorkflowId } from './episode-production';
 
 /**
  * Allocation is milliseconds of local I/O but may queue behind other allocations for up to the lock timeout (30 s).
@@ -36,13 +41,19 @@ const allocationActivityOptions = {
 const { allocateEpisode } = proxyActivities<Activities>(allocationActivityOptions);
 
 export interface WeeklyEpisodeInput {
+  /** Passed to the episode's production (see EpisodeProductionInput). */
+  approvalTimeout?: string;
   /** Target week when not started by a schedule (manual runs); ignored when a nominal scheduled time exists. */
   week?: string;
   /** IANA timezone whose calendar decides the ISO week of an instant. */
   timezone?: string;
 }
 
-export type WeeklyEpisodeResult = AllocateEpisodeOutput & { allocationKey: string };
+export type WeeklyEpisodeResult = AllocateEpisodeOutput & {
+  allocationKey: string;
+  /** The episode's production workflow, and whether this run started it or found it already there. */
+  production: { workflowId: string; startedByThisRun: boolean };
+};
 
 /**
  * One logical weekly run. Its workflow ID is the allocation key, so every retry, reset or re-run of this ID gets the
@@ -57,7 +68,33 @@ export async function weeklyEpisodeWorkflow(input: WeeklyEpisodeInput = {}): Pro
     { key: EpisodeIdSearchAttribute, value: episode.episodeId },
     { key: WeekIdSearchAttribute, value: episode.weekId },
   ]);
-  return { ...episode, allocationKey };
+  const production = await startProduction(episode.episodeId, input);
+  return { ...episode, allocationKey, production };
+}
+
+/**
+ * Starts `episode-<id>` once. A retry, reset or re-run of this weekly run finds it running or finished and reports
+ * it instead: Temporal refuses the duplicate ID, and a completed production is never started again. Only a failed
+ * or terminated production may be started anew (its paid steps resume from the store, never pay twice).
+ */
+async function startProduction(
+  episodeId: string,
+  input: WeeklyEpisodeInput,
+): Promise<WeeklyEpisodeResult['production']> {
+  const workflowId = productionWorkflowId(episodeId);
+  try {
+    await startChild(episodeProductionWorkflow, {
+      workflowId,
+      args: [{ episodeId, approvalTimeout: input.approvalTimeout }],
+      // Production outlives this short run, and must survive its reset.
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+    });
+    return { workflowId, startedByThisRun: true };
+  } catch (e) {
+    if (e instanceof WorkflowExecutionAlreadyStartedError) return { workflowId, startedByThisRun: false };
+    throw e;
+  }
 }
 
 /** The schedule's nominal time, else an explicit week, else the start of the run chain: never a retry's clock. */

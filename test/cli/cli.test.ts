@@ -7,6 +7,8 @@ import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { runCli } from '../helpers/processes';
+import type { VendorSimulator } from '../../src/vendor/simulator';
+import { startTestVendor, testDeps } from '../helpers/deps';
 import { createTestEnv, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { snapshotTree } from '../helpers/tree';
 
@@ -95,10 +97,13 @@ describe('episodes CLI', function () {
 
   describe('with a Temporal dev server', () => {
     let env: TestWorkflowEnvironment;
+    let vendor: VendorSimulator;
     before(async () => {
       env = await createTestEnv();
+      vendor = await startTestVendor();
     });
     after(async () => {
+      await vendor?.close();
       await env?.teardown();
     });
 
@@ -127,7 +132,7 @@ describe('episodes CLI', function () {
         connection: env.nativeConnection,
         taskQueue,
         workflowBundle: await workflowBundle(),
-        activities: createActivities({ store: new FileEpisodeStore(dataDir) }),
+        activities: createActivities(testDeps(new FileEpisodeStore(dataDir), vendor)),
       });
       await worker.runUntil(async () => {
         const a = await withTemporal('run', '--key', 'manual-1', '--week', '2026-W32', '--json');

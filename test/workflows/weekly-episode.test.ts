@@ -15,7 +15,9 @@ import { FileEpisodeStore } from '../../src/store/file-store';
 import { weeklyEpisodeWorkflow, type WeeklyEpisodeResult } from '../../src/workflows/weekly-episode';
 import { spawnNode } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
+import { startTestVendor, testDeps } from '../helpers/deps';
 import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import type { VendorSimulator } from '../../src/vendor/simulator';
 
 describe('weeklyEpisodeWorkflow on the dev server', function () {
   this.timeout(120_000);
@@ -23,12 +25,16 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
   let dir: string;
   let store: FileEpisodeStore;
   let taskQueue: string;
+  let vendor: VendorSimulator;
 
   before(async function () {
     env = await createTestEnv();
     await workflowBundle();
+    // Weekly runs start production, which reaches the vendor; these tests look at allocation only.
+    vendor = await startTestVendor();
   });
   after(async () => {
+    await vendor?.close();
     await env?.teardown();
   });
   beforeEach(() => {
@@ -43,7 +49,7 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await workflowBundle(),
-      activities: createActivities({ store }),
+      activities: createActivities(testDeps(store, vendor)),
     });
     return worker.runUntil(fn);
   }
@@ -80,6 +86,7 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
         sequence: 0,
         created: true,
         allocationKey: 'k3',
+        production: { workflowId: 'episode-2026-W33-0', startedByThisRun: true },
       });
       const d = await env.client.workflow.getHandle('k3').describe();
       assert.equal(d.typedSearchAttributes.get(EpisodeIdSearchAttribute), '2026-W33-0');
@@ -166,6 +173,7 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
       const reset = await env.client.workflow.getHandle<typeof weeklyEpisodeWorkflow>(target.workflowId).result();
       assert.equal(reset.episodeId, results[0]!.episodeId);
       assert.equal(reset.created, false);
+      assert.deepEqual(reset.production, { workflowId: `episode-${reset.episodeId}`, startedByThisRun: false });
       assert.equal((await store.listEpisodes()).length, 3, 'exactly three episodes: two slots and one trigger');
     });
   });
@@ -177,6 +185,7 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
       EPISODES_DATA_DIR: dir,
       EPISODES_STORE_URL: '',
       EPISODES_FAILPOINTS: 'allocation.before-return=kill',
+      VENDOR_BASE_URL: vendor.url,
     });
     const exited = new Promise<NodeJS.Signals | null>((resolve) =>
       child.on('exit', (_code, signal) => resolve(signal)),

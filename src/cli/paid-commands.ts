@@ -1,0 +1,231 @@
+/**
+ * Commands that lead to spending money. None of them creates an episode: each takes an explicit episode id and
+ * checks that it exists before it touches Temporal, the credentials or the vendor.
+ */
+import * as os from 'node:os';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/common';
+import type { Command } from 'commander';
+import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
+import { stepKey, type EpisodeState, type PaidStep } from '../domain/episode-state';
+import { PipelineError } from '../domain/errors';
+import { ErrorType } from '../shared';
+import { createVendorClient } from '../vendor/client';
+import { envCredentialsLoader } from '../vendor/credentials';
+import { vendorEndpointFromEnv } from '../vendor/endpoint';
+import { episodeProductionWorkflow, episodeReassemblyWorkflow } from '../workflows';
+import { productionWorkflowId } from '../workflows/episode-production';
+import { reassemblyWorkflowId } from '../workflows/episode-reassembly';
+import { approveSignal, reconciledSignal, requestReworkSignal, statusQuery } from '../workflows/messages';
+import { paidStepWorkflowId } from '../workflows/paid-step';
+import { printJson, type CliContext } from './context';
+
+const MAX_NOTES = 4000;
+
+export function registerPaidCommands(program: Command, ctx: CliContext): void {
+  /** The guard shared by every paid command: a parsed id of an episode that exists. */
+  async function existing(raw: string): Promise<{ id: EpisodeId; state: EpisodeState }> {
+    const { episodeId } = parseEpisodeId(raw);
+    return { id: episodeId, state: await ctx.getStore().requireEpisode(episodeId) };
+  }
+
+  program
+    .command('generate')
+    .description('start production of an existing episode (video, cover, approval, assembly)')
+    .argument('<episode_id>')
+    .option('--approval-timeout <duration>', "give up waiting for approval after this long, e.g. '7 days'")
+    .action(async (raw: string, opts: { approvalTimeout?: string }) => {
+      const { id } = await existing(raw);
+      const client = await ctx.getClient();
+      const workflowId = productionWorkflowId(id);
+      try {
+        await client.workflow.start(episodeProductionWorkflow, {
+          workflowId,
+          taskQueue: ctx.config.taskQueue,
+          args: [{ episodeId: id, approvalTimeout: opts.approvalTimeout }],
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+        });
+        console.log(`started ${workflowId}`);
+      } catch (e) {
+        if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
+        throw new PipelineError(ErrorType.InvalidState, `${workflowId} is already running or has completed`);
+      }
+    });
+
+  program
+    .command('approve')
+    .description('approve the cut of an episode waiting for approval (signal `approve`)')
+    .argument('<episode_id>')
+    .option('--by <name>', 'who approves', os.userInfo().username)
+    .action(async (raw: string, opts: { by: string }) => {
+      const { id } = await existing(raw);
+      await signalProduction(await ctx.getClient(), id, (h) => h.signal(approveSignal, { by: opts.by }));
+      console.log(`approval sent to ${productionWorkflowId(id)}`);
+    });
+
+  program
+    .command('rework')
+    .description('ask for a rework round with notes (signal `requestRework`; one paid rework job)')
+    .argument('<episode_id>')
+    .requiredOption('--notes <text>', 'what to change')
+    .option('--by <name>', 'who asks', os.userInfo().username)
+    .action(async (raw: string, opts: { notes: string; by: string }) => {
+      const notes = parseNotes(opts.notes);
+      const { id } = await existing(raw);
+      await signalProduction(await ctx.getClient(), id, (h) => h.signal(requestReworkSignal, { notes, by: opts.by }));
+      console.log(`rework requested from ${productionWorkflowId(id)}`);
+    });
+
+  program
+    .command('reassemble')
+    .description('assemble the final video of a completed episode again (one paid assembly job)')
+    .argument('<episode_id>')
+    .action(async (raw: string) => {
+      const { id, state } = await existing(raw);
+      if (state.status !== 'completed') {
+        throw new PipelineError(
+          ErrorType.InvalidState,
+          `${id} is ${state.status}; only a completed episode is reassembled`,
+        );
+      }
+      const rounds = Object.values(state.steps)
+        .filter((s) => s.step === 'assembly')
+        .map((s) => s.round);
+      const round = Math.max(...rounds, 0) + 1;
+      const cut = latestJob(state, ['rework', 'video']);
+      const cover = latestJob(state, ['cover']);
+      const client = await ctx.getClient();
+      const workflowId = reassemblyWorkflowId(id, round);
+      const handle = await client.workflow.start(episodeReassemblyWorkflow, {
+        workflowId,
+        taskQueue: ctx.config.taskQueue,
+        args: [{ episodeId: id, round, videoJob: cut, coverJob: cover }],
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      });
+      const result = await handle.result();
+      console.log(`${workflowId}: new final video sha256=${result.artifact.sha256} (${result.costCents} cents)`);
+    });
+
+  program
+    .command('status')
+    .description('production status of an episode (query `status`) and its stored steps')
+    .argument('<episode_id>')
+    .option('--json', 'machine-readable output')
+    .action(async (raw: string, opts: { json?: boolean }) => {
+      const { id, state } = await existing(raw);
+      const client = await ctx.getClient();
+      let production = null;
+      try {
+        production = await client.workflow.getHandle(productionWorkflowId(id)).query(statusQuery);
+      } catch (e) {
+        if (!(e instanceof WorkflowNotFoundError)) throw e;
+      }
+      const steps = Object.entries(state.steps).map(([key, s]) => ({
+        step: key,
+        status: s.status,
+        remote_job_id: s.remote_job_id,
+      }));
+      if (opts.json) return printJson({ episode_id: id, status: state.status, production, steps });
+      console.log(`${id}: ${state.status}${production ? ` (workflow phase: ${production.phase})` : ''}`);
+      for (const s of steps) console.log(`  ${s.step.padEnd(12)} ${s.status.padEnd(20)} job=${s.remote_job_id ?? '-'}`);
+    });
+
+  program
+    .command('reconcile')
+    .description('settle a step whose submission outcome is unknown, then let production continue')
+    .argument('<episode_id>')
+    .requiredOption('--step <step>', 'the step, e.g. video-r0 (or video for round 0)')
+    .option('--remote-job <job_id>', 'the vendor did accept it: this is its job')
+    .option('--not-submitted', 'the vendor has no such job: it may be submitted again')
+    .option('--by <name>', 'who settles it', os.userInfo().username)
+    .action(async (raw: string, opts: { step: string; remoteJob?: string; notSubmitted?: boolean; by: string }) => {
+      if (Boolean(opts.remoteJob) === Boolean(opts.notSubmitted)) {
+        throw new PipelineError(ErrorType.InvalidInput, 'give exactly one of --remote-job J and --not-submitted');
+      }
+      const { step, round } = parseStep(opts.step);
+      const { id, state } = await existing(raw);
+      const key = stepKey(step, round);
+      const record = state.steps[key];
+      if (record?.status !== 'needs_reconciliation') {
+        throw new PipelineError(
+          ErrorType.InvalidState,
+          `${id} ${key} is ${record?.status ?? 'not started'}; nothing to reconcile`,
+        );
+      }
+      let quoted = null;
+      if (opts.remoteJob) {
+        // Check the operator's claim with the vendor before it becomes the step's reference.
+        const vendor = await createVendorClient(envCredentialsLoader(), vendorEndpointFromEnv());
+        const job = await vendor.getJob(opts.remoteJob);
+        if (job.episode_id !== id || job.kind !== step) {
+          throw new PipelineError(
+            ErrorType.InvalidInput,
+            `vendor job ${job.job_id} is a ${job.kind} of ${job.episode_id}, not ${key} of ${id}`,
+          );
+        }
+        quoted = job.quoted_cost;
+      }
+      const at = new Date().toISOString();
+      await ctx.getStore().updateEpisode(id, (s) => {
+        const r = s.steps[key]!;
+        const settled = opts.remoteJob
+          ? { ...r, status: 'submitted' as const, remote_job_id: opts.remoteJob, submitted_at: at, quoted_cost: quoted }
+          : { ...r, status: 'not_submitted' as const };
+        const reconciliation = {
+          resolution: opts.remoteJob ? ('remote-job' as const) : ('not-submitted' as const),
+          by: opts.by,
+          at,
+        };
+        return { ...s, steps: { ...s.steps, [key]: { ...settled, reconciliation, error: null } } };
+      });
+      const client = await ctx.getClient();
+      try {
+        await client.workflow.getHandle(paidStepWorkflowId(id, step, round)).signal(reconciledSignal);
+        console.log(`${id} ${key} reconciled; production continues`);
+      } catch (e) {
+        if (!(e instanceof WorkflowNotFoundError)) throw e;
+        console.log(`${id} ${key} reconciled; no step workflow is waiting (run \`episodes generate ${id}\` to resume)`);
+      }
+    });
+}
+
+async function signalProduction(
+  client: Client,
+  id: EpisodeId,
+  send: (h: ReturnType<Client['workflow']['getHandle']>) => Promise<void>,
+): Promise<void> {
+  try {
+    await send(client.workflow.getHandle(productionWorkflowId(id)));
+  } catch (e) {
+    if (e instanceof WorkflowNotFoundError) {
+      throw new PipelineError(ErrorType.InvalidState, `no running production for ${id} (${productionWorkflowId(id)})`);
+    }
+    throw e;
+  }
+}
+
+export function parseStep(raw: string): { step: PaidStep; round: number } {
+  const m = /^(video|cover|rework|assembly)(?:-r(0|[1-9]\d{0,3}))?$/.exec(raw);
+  if (!m)
+    throw new PipelineError(ErrorType.InvalidInput, `invalid step ${JSON.stringify(raw)}: expected e.g. video-r0`);
+  return { step: m[1] as PaidStep, round: Number(m[2] ?? 0) };
+}
+
+function parseNotes(raw: string): string {
+  const notes = raw.trim();
+  // eslint-disable-next-line no-control-regex
+  if (notes.length === 0 || notes.length > MAX_NOTES || /[\u0000-\u0008\u000b-\u001f\u007f]/.test(notes)) {
+    throw new PipelineError(ErrorType.InvalidInput, `rework notes must be 1-${MAX_NOTES} printable characters`);
+  }
+  return notes;
+}
+
+function latestJob(state: EpisodeState, steps: PaidStep[]): string {
+  const done = Object.values(state.steps)
+    .filter((s) => steps.includes(s.step) && s.status === 'succeeded' && s.remote_job_id)
+    .sort((a, b) => steps.indexOf(a.step) - steps.indexOf(b.step) || b.round - a.round);
+  const job = done[0]?.remote_job_id;
+  if (!job)
+    throw new PipelineError(ErrorType.InvalidState, `${state.episode_id} has no finished ${steps.join('/')} job`);
+  return job;
+}

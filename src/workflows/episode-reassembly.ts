@@ -1,0 +1,37 @@
+import { ParentClosePolicy, executeChild, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { CompletedStep } from '../activities/paid-steps';
+import { NON_RETRYABLE_ERROR_TYPES } from '../shared';
+import { paidStepWorkflow, paidStepWorkflowId } from './paid-step';
+
+const lifecycleActivityOptions = {
+  startToCloseTimeout: '1m',
+  retry: { initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] },
+} satisfies ActivityOptions;
+
+const { recordReassembly } = proxyActivities<Activities>(lifecycleActivityOptions);
+
+export interface EpisodeReassemblyInput {
+  episodeId: string;
+  /** The new assembly round (1, 2, ...): part of the workflow ID, so one request cannot run twice. */
+  round: number;
+  /** Vendor jobs to assemble (the approved cut and the cover). */
+  videoJob: string;
+  coverJob: string;
+}
+
+export function reassemblyWorkflowId(episodeId: string, round: number): string {
+  return `episode-${episodeId}-reassembly-r${round}`;
+}
+
+/** A new final assembly of a completed episode: one more paid assembly round, then the final video is replaced. */
+export async function episodeReassemblyWorkflow(input: EpisodeReassemblyInput): Promise<CompletedStep> {
+  const { episodeId, round } = input;
+  const result = await executeChild(paidStepWorkflow, {
+    workflowId: paidStepWorkflowId(episodeId, 'assembly', round),
+    args: [{ episodeId, step: 'assembly', round, spec: { video_job: input.videoJob, cover_job: input.coverJob } }],
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+  });
+  await recordReassembly({ episodeId, assemblyStep: `assembly-r${round}` });
+  return result;
+}
