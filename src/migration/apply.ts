@@ -20,7 +20,8 @@ import {
 } from '../store/durable-fs';
 import type { FileEpisodeStore, WeekIndex } from '../store/file-store';
 import type { LockGuard } from '../store/pipeline-lock';
-import { readBytesIfExists } from '../verify/read-only-fs';
+import { listNames, readBytesIfExists } from '../verify/read-only-fs';
+import { LEGACY_WEEK_KEY } from './legacy-format';
 import type { MigrationLayout } from './journal';
 import type { MigrationPlan, WeekPlan } from './plan';
 
@@ -41,6 +42,10 @@ export async function applyMigration(store: FileEpisodeStore, plan: MigrationPla
   // history.json leaves the data dir root last, and only with a verified evidence copy: until then a re-run can
   // re-derive everything from it.
   const root = await readBytesIfExists(layout.legacyHistory);
+  const left = (await listNames(layout.episodesDir)).filter((name) => LEGACY_WEEK_KEY.test(name));
+  if (root && left.length > 0) {
+    throw new PipelineError(ErrorType.StoreCorrupt, `legacy episodes ${left.join(', ')} are still to migrate`);
+  }
   if (root) {
     const kept = await readBytesIfExists(layout.evidenceHistory);
     if (!kept?.equals(root)) {
