@@ -7,6 +7,7 @@ import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
 import type { EpisodeStore } from '../store/episode-store';
 import { withFailureMapping } from './failures';
+import { withHeartbeat } from './heartbeat';
 
 export interface AllocateEpisodeInput {
   allocationKey: string;
@@ -43,13 +44,9 @@ export async function allocateEpisodeOn(
 export function createAllocationActivities(deps: { store: EpisodeStore }) {
   return {
     async allocateEpisode(input: AllocateEpisodeInput): Promise<AllocateEpisodeOutput> {
-      const context = Context.current();
-      const { workflowExecution, workflowNamespace, namespace } = context.info;
-      // Heartbeats let Temporal notice a dead worker within heartbeatTimeout, even while waiting for the lock.
-      context.heartbeat();
-      const beat = setInterval(() => context.heartbeat(), 1000);
-      try {
-        return await withFailureMapping(async () => {
+      const { workflowExecution, workflowNamespace, namespace } = Context.current().info;
+      return withHeartbeat(() =>
+        withFailureMapping(async () => {
           const result = await allocateEpisodeOn(deps.store, input, {
             kind: 'workflow',
             workflow_id: workflowExecution?.workflowId ?? '(none)',
@@ -58,10 +55,8 @@ export function createAllocationActivities(deps: { store: EpisodeStore }) {
           });
           await failpoint('allocation.before-return');
           return result;
-        });
-      } finally {
-        clearInterval(beat);
-      }
+        }),
+      );
     },
   };
 }

@@ -31,6 +31,7 @@ import type { CredentialsLoader } from '../vendor/credentials';
 import type { VendorEndpoint } from '../vendor/endpoint';
 import { isVendorError } from '../vendor/vendor-error';
 import { withFailureMapping } from './failures';
+import { withHeartbeat } from './heartbeat';
 
 export interface PaidStepDeps {
   store: EpisodeStore;
@@ -209,7 +210,7 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
 
   return {
     async submitPaidStep(input: PaidStepInput): Promise<SubmittedStep> {
-      return withFailureMapping(() => submitPaidStep(input));
+      return withHeartbeat(() => withFailureMapping(() => submitPaidStep(input)));
     },
     async awaitPaidStep(input: Omit<PaidStepInput, 'spec'>): Promise<CompletedStep> {
       return withFailureMapping(() => awaitPaidStep(input));

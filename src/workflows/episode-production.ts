@@ -94,13 +94,14 @@ export async function episodeProductionWorkflow(input: EpisodeProductionInput): 
   const jobs = [video.remoteJobId, cover.remoteJobId];
 
   for (;;) {
-    status.phase = 'awaiting_approval';
     decision = undefined;
     await recordProgress({
       episodeId,
       status: 'awaiting_approval',
       approval: { status: 'pending', by: null, at: null, notes: null },
     });
+    // Only now: an operator who sees this phase also finds the episode marked in the store.
+    status.phase = 'awaiting_approval';
     const made = await awaitDecision(() => decision, input.approvalTimeout);
     if (!made) {
       status.phase = 'approval_expired';

@@ -12,11 +12,13 @@ import { ErrorType, NON_RETRYABLE_ERROR_TYPES } from '../shared';
 import { reconciledSignal, stepStatusQuery, type StepStatus } from './messages';
 
 /**
- * Submission is one or two short HTTP calls plus state writes; it retries on vendor outages (5xx, 409, refused
- * connections), never on a business refusal or an unknown outcome, which go to an operator instead.
+ * Submission is a few short HTTP calls plus state writes; it retries on vendor outages (5xx, 409, refused
+ * connections), never on a business refusal or an unknown outcome, which go to an operator instead. It heartbeats
+ * every second, so a worker that dies mid-submission is replaced within 10 s.
  */
 const submitActivityOptions = {
-  startToCloseTimeout: '2m',
+  startToCloseTimeout: '5m',
+  heartbeatTimeout: '10s',
   retry: {
     initialInterval: '2s',
     backoffCoefficient: 2,
