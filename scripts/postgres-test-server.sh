@@ -40,13 +40,18 @@ ensure_installed() {
     return 1
   fi
   log "installing PostgreSQL from Debian packages"
-  # The package would otherwise create and start a default cluster on port 5432; the tests never need it.
-  if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
-    mkdir -p /etc/postgresql-common
-    echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
-  fi
+  # The package would otherwise create and start a default cluster on port 5432; the tests never need it. A drop-in,
+  # so that the package's own createcluster.conf (a conffile) installs without a prompt.
+  mkdir -p /etc/postgresql-common/createcluster.d
+  echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/episodes-no-main-cluster.conf
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
+  # Had a default cluster been created and started anyway, it is the package's, just made: stop it.
+  if command -v pg_lsclusters >/dev/null 2>&1; then
+    pg_lsclusters -h 2>/dev/null | while read -r ver name _port status _rest; do
+      [ "$status" = online ] && pg_ctlcluster "$ver" "$name" stop >&2 || true
+    done
+  fi
   find_bindir >/dev/null || { log "postgresql installed but initdb/pg_ctl still not found"; return 1; }
 }
 

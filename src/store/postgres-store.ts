@@ -496,6 +496,13 @@ export class PostgresEpisodeStore implements EpisodeStore {
       throw toStoreError(e, `${what}: cannot connect to the ${this.description}`);
     }
     let broken = false;
+    // A checked-out client has no 'error' listener: a connection lost between two statements (server restart, or
+    // idle_in_transaction_session_timeout ending a frozen holder) would crash the process instead of failing the
+    // next statement, which is then a retryable StorageFailure.
+    const onError = () => {
+      broken = true;
+    };
+    client.on('error', onError);
     try {
       await this.query(client, what, 'BEGIN');
       const result = await body(client);
@@ -508,6 +515,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
       });
       throw e;
     } finally {
+      client.removeListener('error', onError);
       client.release(broken);
     }
   }

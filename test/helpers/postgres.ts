@@ -100,8 +100,13 @@ function isAlive(pid: number): boolean {
   }
 }
 
-// Loaded from spec files, so this `after` is a root hook: it runs once, after every test of the mocha run.
-if (typeof after === 'function') {
+// Loaded from spec files, so these are root hooks: they run once, before and after every test of the mocha run. The
+// start is here, with its own long timeout, because on a fresh machine it installs PostgreSQL first.
+if (typeof before === 'function' && typeof after === 'function') {
+  before(async function () {
+    this.timeout(600_000);
+    await testPostgresUrl();
+  });
   after(async function () {
     this.timeout(60_000);
     await stopTestPostgres();

@@ -218,6 +218,38 @@ describe('postgres store specifics', function () {
     });
   });
 
+  it('a holder frozen inside its transaction is cut off by the server, releasing the lock; it fails retryably', async () => {
+    await store.ready();
+    const startAt = Date.now() + 1000;
+    // The child takes the lock, then stalls 5 s between two statements (a GC pause, a stopped VM, SIGSTOP).
+    const frozen = runNode(
+      'test/helpers/alloc-client.js',
+      [String(startAt), JSON.stringify([{ key: 'frozen', week: W32 }])],
+      {
+        ...t.childEnv,
+        EPISODES_FAILPOINTS: 'allocation.decided=delay:5000',
+        EPISODES_LOCK_STALE_MS: '2000',
+      },
+    );
+    await new Promise((r) => setTimeout(r, startAt - Date.now() + 500));
+    const patient = new PostgresEpisodeStore({ url: t.url, lockTimeoutMs: 20_000 });
+    try {
+      const t0 = Date.now();
+      const mine = await allocateEpisodeOn(patient, { allocationKey: 'patient', weekId: W32 }, by);
+      assert.equal(mine.episodeId, '2026-W32-0');
+      assert.ok(Date.now() - t0 < 4_000, 'released after the 2 s idle-in-transaction limit, not after the stall');
+      const child = await frozen;
+      assert.equal(child.code, 0, `the frozen process must not crash: ${child.stderr}`);
+      assert.deepEqual(JSON.parse(child.stdout), [{ key: 'frozen', week: W32, error: ErrorType.StorageFailure }]);
+      assert.deepEqual(
+        (await store.listEpisodes()).map((e) => e.allocation_key),
+        ['patient'],
+      );
+    } finally {
+      await patient.close();
+    }
+  });
+
   it('maps an unreachable server to a retryable StorageFailure', async () => {
     const url = new URL(t.url);
     url.port = '1'; // nothing listens on port 1
