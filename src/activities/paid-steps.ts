@@ -209,12 +209,10 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
   }
 
   return {
-    async submitPaidStep(input: PaidStepInput): Promise<SubmittedStep> {
-      return withHeartbeat(() => withFailureMapping(() => submitPaidStep(input)));
-    },
-    async awaitPaidStep(input: Omit<PaidStepInput, 'spec'>): Promise<CompletedStep> {
-      return withFailureMapping(() => awaitPaidStep(input));
-    },
+    submitPaidStep: (input: PaidStepInput): Promise<SubmittedStep> =>
+      withHeartbeat(() => withFailureMapping(() => submitPaidStep(input))),
+    awaitPaidStep: (input: Omit<PaidStepInput, 'spec'>): Promise<CompletedStep> =>
+      withFailureMapping(() => awaitPaidStep(input)),
   };
 }
 

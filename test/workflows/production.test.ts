@@ -165,12 +165,12 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       assert.equal(entry?.remote_jobs.length, 3);
       assert.equal(entry?.total_cost_cents, 4200 + 300 + 800);
       for (const name of ['video', 'cover'] as const) {
-        const media: { path: string; sha256: string; bytes: number } = entry!.media[name]!;
+        const media: { path: string; sha256: string; bytes: number } = entry.media[name]!;
         const bytes = await fs.readFile(path.join(store.mediaDir(id), media.path));
         assert.equal(createHash('sha256').update(bytes).digest('hex'), media.sha256, `${name} hash`);
         assert.equal(bytes.length, media.bytes);
       }
-      assert.equal(result.outcome === 'completed' && result.video.sha256, entry!.media.video!.sha256);
+      assert.equal(result.outcome === 'completed' && result.video.sha256, entry.media.video!.sha256);
     });
   });
 
