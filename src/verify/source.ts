@@ -22,7 +22,7 @@ export interface LoadedStore {
 export interface VerifySource {
   readonly description: string;
   load(): Promise<LoadedStore>;
-  /** The directory that the episode's recorded media paths are relative to. */
+  /** The directory that the episode's recorded media paths are relative to (`EpisodeStore.mediaDir`). */
   episodeDir(id: EpisodeId): string;
   /** The directory that `migration.evidence_dir` is relative to (the data dir). */
   readonly evidenceBase: string;

@@ -3,7 +3,6 @@
  * PostgreSQL store can be verified. It has no view of the storage's structure, so a record that does not parse stops
  * the listing and is one `store-unreadable` problem; the file store has `fileStoreSource` for per-file findings.
  */
-import * as path from 'node:path';
 import type { EpisodeState, HistoryEntry } from '../domain/episode-state';
 import type { EpisodeStore } from '../store/episode-store';
 import { ProblemCode, problem, type Problem } from './problem';
@@ -13,8 +12,8 @@ export function episodeStoreSource(store: EpisodeStore, options: { evidenceBase:
   return {
     description: store.description,
     evidenceBase: options.evidenceBase,
-    // Media paths are recorded relative to the episode directory, the parent of mediaDir().
-    episodeDir: (id) => path.dirname(store.mediaDir(id)),
+    // The EpisodeStore contract: every recorded media path is relative to mediaDir(id).
+    episodeDir: (id) => store.mediaDir(id),
     load: async (): Promise<LoadedStore> => {
       const problems: Problem[] = [];
       const episodes = await listed(store, problems, () => store.listEpisodes());

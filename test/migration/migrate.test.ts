@@ -5,8 +5,8 @@ import { episodeStateSchema, historyEntrySchema } from '../../src/domain/episode
 import type { MigrationReport } from '../../src/migration/migrate';
 import { weekIndexSchema } from '../../src/store/file-store';
 import type { VerifyReport } from '../../src/verify/verify-store';
-import { LEGACY_WEEKS, writeLegacyFixture, type LegacyFixture } from '../fixtures/legacy-fixture';
-import { readJson, runCliJson, sha256, snapshotTree, tempDir } from '../fixtures/legacy-harness';
+import { LEGACY_WEEKS } from '../fixtures/legacy-fixture';
+import { legacyDirPerTest, readJson, runCliJson, sha256, snapshotTree } from '../fixtures/legacy-harness';
 
 interface LegacyJob {
   step: string;
@@ -23,26 +23,17 @@ interface LegacyCost {
 }
 
 describe('episodes migrate: week-v1 → versioned ids', () => {
-  let dataDir: string;
-  let fixture: LegacyFixture;
-
-  beforeEach(async () => {
-    dataDir = await tempDir();
-    fixture = await writeLegacyFixture(dataDir);
-  });
-  afterEach(async () => {
-    await fs.rm(dataDir, { recursive: true, force: true });
-  });
+  const given = legacyDirPerTest();
 
   it('moves both weeks to <week>-0 keeping media bytes, every legacy field, jobs and costs; verify is clean', async () => {
     const inodes = new Map<string, number>();
     for (const week of LEGACY_WEEKS) {
-      for (const m of Object.values(fixture.media[week])) {
-        inodes.set(`${week}/${m.path}`, (await fs.stat(path.join(dataDir, 'episodes', week, m.path))).ino);
+      for (const m of Object.values(given.fixture.media[week])) {
+        inodes.set(`${week}/${m.path}`, (await fs.stat(path.join(given.dataDir, 'episodes', week, m.path))).ino);
       }
     }
 
-    const run = await runCliJson<MigrationReport>(['--data-dir', dataDir, 'migrate']);
+    const run = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate']);
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.json.status, 'migrated');
     assert.deepEqual(
@@ -52,19 +43,25 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
 
     for (const week of LEGACY_WEEKS) {
       const id = `${week}-0`;
-      const dir = path.join(dataDir, 'episodes', id);
-      const legacy = fixture.states[week] as { remote_jobs: LegacyJob[]; costs: LegacyCost[]; created_at: string };
-      await assert.rejects(fs.stat(path.join(dataDir, 'episodes', week)), { code: 'ENOENT' });
+      const dir = path.join(given.dataDir, 'episodes', id);
+      const legacy = given.fixture.states[week] as {
+        remote_jobs: LegacyJob[];
+        costs: LegacyCost[];
+        created_at: string;
+      };
+      await assert.rejects(fs.stat(path.join(given.dataDir, 'episodes', week)), { code: 'ENOENT' });
 
       // Media moved, never rewritten: same inode, same bytes, same hash.
-      for (const m of Object.values(fixture.media[week])) {
+      for (const m of Object.values(given.fixture.media[week])) {
         const file = path.join(dir, m.path);
         assert.equal((await fs.stat(file)).ino, inodes.get(`${week}/${m.path}`));
         const bytes = await fs.readFile(file);
         assert.ok(bytes.equals(m.bytes), `${file} bytes`);
         assert.equal(sha256(bytes), m.sha256);
       }
-      assert.ok((await fs.readFile(path.join(dir, fixture.extraFile.path))).equals(fixture.extraFile.bytes));
+      assert.ok(
+        (await fs.readFile(path.join(dir, given.fixture.extraFile.path))).equals(given.fixture.extraFile.bytes),
+      );
 
       // The state parses with the current schema and keeps the whole legacy object, unknown fields included.
       const state = episodeStateSchema.parse(await readJson(path.join(dir, 'state.json')));
@@ -75,13 +72,13 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
       assert.deepEqual(state.allocated_by, { kind: 'migration', from_id: week });
       assert.equal(state.status, 'completed');
       assert.equal(state.created_at, legacy.created_at);
-      assert.deepEqual(state.legacy, fixture.states[week]);
+      assert.deepEqual(state.legacy, given.fixture.states[week]);
       assert.equal(state.migration?.from_id, week);
       assert.equal(state.migration?.from_format, 'week-v1');
-      assert.equal(state.migration?.source_state_sha256, sha256(fixture.stateBytes[week]));
-      assert.equal(state.migration?.source_history_sha256, sha256(fixture.historyBytes));
+      assert.equal(state.migration?.source_state_sha256, sha256(given.fixture.stateBytes[week]));
+      assert.equal(state.migration?.source_history_sha256, sha256(given.fixture.historyBytes));
       assert.ok(Number.isFinite(Date.parse(state.migration?.migrated_at ?? '')));
-      for (const [name, m] of Object.entries(fixture.media[week])) {
+      for (const [name, m] of Object.entries(given.fixture.media[week])) {
         assert.deepEqual(state.media[name], { path: m.path, sha256: m.sha256, bytes: m.bytes.length });
       }
 
@@ -117,9 +114,9 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
       );
 
       // History: current format, one entry per episode, with the legacy entry verbatim.
-      const history = historyEntrySchema.parse(await readJson(path.join(dataDir, 'history', `${id}.json`)));
-      const legacyHistory = fixture.history[week] as { total_cost_cents: number };
-      assert.deepEqual(history.legacy, fixture.history[week]);
+      const history = historyEntrySchema.parse(await readJson(path.join(given.dataDir, 'history', `${id}.json`)));
+      const legacyHistory = given.fixture.history[week] as { total_cost_cents: number };
+      assert.deepEqual(history.legacy, given.fixture.history[week]);
       assert.equal(history.total_cost_cents, legacyHistory.total_cost_cents);
       assert.deepEqual(history.ledger, state.ledger);
       assert.deepEqual(
@@ -128,38 +125,38 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
       );
 
       // Entered in the week index, so that allocation counts it.
-      const index = weekIndexSchema.parse(await readJson(path.join(dataDir, 'index', 'weeks', `${week}.json`)));
+      const index = weekIndexSchema.parse(await readJson(path.join(given.dataDir, 'index', 'weeks', `${week}.json`)));
       assert.deepEqual(
         index.episodes.map((e) => [e.episode_id, e.allocation_key]),
         [[id, null]],
       );
 
       // The original state.json bytes, kept.
-      const evidence = path.join(dataDir, 'migration-evidence', 'week-v1', 'episodes', week, 'state.json');
-      assert.ok((await fs.readFile(evidence)).equals(fixture.stateBytes[week]));
+      const evidence = path.join(given.dataDir, 'migration-evidence', 'week-v1', 'episodes', week, 'state.json');
+      assert.ok((await fs.readFile(evidence)).equals(given.fixture.stateBytes[week]));
     }
-    await assert.rejects(fs.stat(path.join(dataDir, 'history.json')), { code: 'ENOENT' });
-    const keptHistory = await fs.readFile(path.join(dataDir, 'migration-evidence', 'week-v1', 'history.json'));
-    assert.ok(keptHistory.equals(fixture.historyBytes));
+    await assert.rejects(fs.stat(path.join(given.dataDir, 'history.json')), { code: 'ENOENT' });
+    const keptHistory = await fs.readFile(path.join(given.dataDir, 'migration-evidence', 'week-v1', 'history.json'));
+    assert.ok(keptHistory.equals(given.fixture.historyBytes));
 
-    const verify = await runCliJson<VerifyReport>(['--data-dir', dataDir, 'verify']);
+    const verify = await runCliJson<VerifyReport>(['--data-dir', given.dataDir, 'verify']);
     assert.equal(verify.code, 0, verify.stdout);
     assert.deepEqual(verify.json.problems, []);
     assert.equal(verify.json.media_checked, 4);
   });
 
   it('a second run reports nothing to migrate and changes nothing (whole-tree hash and mtimes)', async () => {
-    assert.equal((await runCliJson<MigrationReport>(['--data-dir', dataDir, 'migrate'])).code, 0);
-    const before = await snapshotTree(dataDir, { mtimes: true });
-    const again = await runCliJson<MigrationReport>(['--data-dir', dataDir, 'migrate']);
+    assert.equal((await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate'])).code, 0);
+    const before = await snapshotTree(given.dataDir, { mtimes: true });
+    const again = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate']);
     assert.equal(again.code, 0, again.stderr);
     assert.equal(again.json.status, 'nothing-to-migrate');
-    assert.deepEqual(await snapshotTree(dataDir, { mtimes: true }), before);
+    assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
   });
 
   it('--dry-run plans both weeks and changes nothing', async () => {
-    const before = await snapshotTree(dataDir, { mtimes: true });
-    const dry = await runCliJson<MigrationReport>(['--data-dir', dataDir, 'migrate', '--dry-run']);
+    const before = await snapshotTree(given.dataDir, { mtimes: true });
+    const dry = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate', '--dry-run']);
     assert.equal(dry.code, 0, dry.stderr);
     assert.equal(dry.json.status, 'dry-run');
     assert.deepEqual(
@@ -169,14 +166,14 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
         ['2026-W31', '2026-W31-0', 5],
       ],
     );
-    assert.deepEqual(await snapshotTree(dataDir, { mtimes: true }), before);
+    assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
   });
 
   it('after migration, plan --key K --week 2026-W31 allocates 2026-W31-1', async () => {
-    assert.equal((await runCliJson<MigrationReport>(['--data-dir', dataDir, 'migrate'])).code, 0);
+    assert.equal((await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate'])).code, 0);
     const plan = await runCliJson<{ episode_id: string; created: boolean }>([
       '--data-dir',
-      dataDir,
+      given.dataDir,
       'plan',
       '--key',
       'K',
@@ -186,7 +183,7 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
     assert.equal(plan.code, 0, plan.stderr);
     assert.equal(plan.json.episode_id, '2026-W31-1');
     assert.equal(plan.json.created, true);
-    const verify = await runCliJson<VerifyReport>(['--data-dir', dataDir, 'verify']);
+    const verify = await runCliJson<VerifyReport>(['--data-dir', given.dataDir, 'verify']);
     assert.deepEqual(verify.json.problems, []);
   });
 });

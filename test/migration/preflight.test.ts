@@ -4,8 +4,8 @@ import * as path from 'node:path';
 import type { MigrationReport } from '../../src/migration/migrate';
 import { ProblemCode, type Problem } from '../../src/verify/problem';
 import type { VerifyReport } from '../../src/verify/verify-store';
-import { writeLegacyFixture, type LegacyFixture } from '../fixtures/legacy-fixture';
-import { runCli, runCliJson, snapshotTree, tempDir } from '../fixtures/legacy-harness';
+import type { LegacyFixture } from '../fixtures/legacy-fixture';
+import { legacyDirPerTest, runCli, runCliJson, snapshotTree } from '../fixtures/legacy-harness';
 
 interface Damage {
   title: string;
@@ -70,46 +70,37 @@ const names = (problems: Problem[], code: ProblemCode, file: string) =>
   problems.some((p) => p.code === code && p.file === file);
 
 describe('episodes migrate: pre-flight refusals change nothing; verify reports the same', () => {
-  let dataDir: string;
-  let fixture: LegacyFixture;
-
-  beforeEach(async () => {
-    dataDir = await tempDir();
-    fixture = await writeLegacyFixture(dataDir);
-  });
-  afterEach(async () => {
-    await fs.rm(dataDir, { recursive: true, force: true });
-  });
+  const given = legacyDirPerTest();
 
   for (const damage of DAMAGES) {
     it(`${damage.title}: migrate refuses naming the file, tree untouched; verify reports it`, async () => {
-      const file = await damage.apply(dataDir, fixture);
-      const before = await snapshotTree(dataDir, { mtimes: true });
+      const file = await damage.apply(given.dataDir, given.fixture);
+      const before = await snapshotTree(given.dataDir, { mtimes: true });
 
       for (const args of [['migrate'], ['migrate', '--dry-run']]) {
-        const run = await runCli(['--data-dir', dataDir, ...args, '--json']);
+        const run = await runCli(['--data-dir', given.dataDir, ...args, '--json']);
         // First: nothing on disk changed (content, modes, mtimes), whatever the run printed.
-        assert.deepEqual(await snapshotTree(dataDir, { mtimes: true }), before);
+        assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
         assert.equal(run.code, 1, run.stderr);
         const report = JSON.parse(run.stdout) as MigrationReport;
         assert.equal(report.status, 'refused');
         assert.ok(names(report.problems, damage.code, file), JSON.stringify(report.problems, null, 2));
       }
 
-      const verify = await runCliJson<VerifyReport>(['--data-dir', dataDir, 'verify']);
+      const verify = await runCliJson<VerifyReport>(['--data-dir', given.dataDir, 'verify']);
       assert.equal(verify.code, 1);
       assert.ok(names(verify.json.problems, damage.code, file), JSON.stringify(verify.json.problems, null, 2));
-      assert.deepEqual(await snapshotTree(dataDir, { mtimes: true }), before);
+      assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
     });
   }
 
   it('the untouched-tree check catches a migration that ignores its pre-flight (test-only switch)', async () => {
-    await DAMAGES[0]!.apply(dataDir, fixture);
-    const before = await snapshotTree(dataDir, { mtimes: true });
+    await DAMAGES[0]!.apply(given.dataDir, given.fixture);
+    const before = await snapshotTree(given.dataDir, { mtimes: true });
     // Without the pre-flight the sound week is migrated before anything notices the tampered one.
-    await runCli(['--data-dir', dataDir, 'migrate'], {
+    await runCli(['--data-dir', given.dataDir, 'migrate'], {
       env: { EPISODES_UNSAFE_IGNORE_MIGRATION_PREFLIGHT_FOR_TESTS: '1' },
     });
-    assert.notDeepEqual(await snapshotTree(dataDir, { mtimes: true }), before);
+    assert.notDeepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
   });
 });

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { parseEpisodeId } from '../../src/domain/episode-id';
+import type { EpisodeState, HistoryEntry } from '../../src/domain/episode-state';
+import { migrateLegacyStore } from '../../src/migration/migrate';
+import { FileEpisodeStore, initialState } from '../../src/store/file-store';
+import { checkRecords } from '../../src/verify/checks';
+import { fileStoreSource } from '../../src/verify/file-store-source';
+import { ProblemCode } from '../../src/verify/problem';
+import type { Located } from '../../src/verify/source';
+import { episodeStoreSource } from '../../src/verify/store-source';
+import { verifyStore } from '../../src/verify/verify-store';
+import { legacyDirPerTest } from '../fixtures/legacy-harness';
+
+const AT = '2026-08-03T09:00:00Z';
+
+/** A completed episode with one charged video job, and its matching history entry. */
+function completed(id: string, key: string | null): { state: Located<EpisodeState>; history: Located<HistoryEntry> } {
+  const identity = parseEpisodeId(id);
+  const state: EpisodeState = {
+    ...initialState(identity, key, { kind: 'test', note: 'checks' }, AT),
+    status: 'completed',
+    steps: {
+      'video-r0': {
+        step: 'video',
+        round: 0,
+        idempotency_key: `${id}-video-r0`,
+        status: 'succeeded',
+        intent_at: AT,
+        spec: {},
+        remote_job_id: `job-${id}`,
+        submitted_at: AT,
+        quoted_cost: null,
+        artifact: null,
+        charged: true,
+        reconciliation: null,
+        error: null,
+      },
+    },
+    ledger: [
+      { step: 'video', round: 0, remote_job_id: `job-${id}`, amount_cents: 500, currency: 'USD', recorded_at: AT },
+    ],
+    completed_at: AT,
+  };
+  const history: HistoryEntry = {
+    schema: 'history-entry/v1',
+    episode_id: state.episode_id,
+    week_id: state.week_id,
+    sequence: state.sequence,
+    allocation_key: key,
+    completed_at: AT,
+    remote_jobs: [{ step: 'video', round: 0, remote_job_id: `job-${id}` }],
+    ledger: structuredClone(state.ledger),
+    total_cost_cents: 500,
+    currency: 'USD',
+    approval: null,
+    media: {},
+  };
+  return { state: { value: state, file: `state ${id}` }, history: { value: history, file: `history ${id}` } };
+}
+
+const codes = (states: Located<EpisodeState>[], history: Located<HistoryEntry>[]) =>
+  checkRecords(states, history)
+    .map((p) => p.code)
+    .sort();
+
+describe('verify: generic checks over episodes, history and ledger', () => {
+  it('finds nothing in consistent records', () => {
+    const a = completed('2026-W32-0', 'a');
+    const b = completed('2026-W32-1', 'b');
+    assert.deepEqual(codes([a.state, b.state], [a.history, b.history]), []);
+  });
+
+  it('finds one problem per broken rule', () => {
+    const cases: [string, (a: ReturnType<typeof completed>) => void, ProblemCode][] = [
+      ['id', (a) => (a.state.value.sequence = 4), ProblemCode.IdMismatch],
+      ['step key', (a) => (a.state.value.steps['video-r0']!.round = 1), ProblemCode.StepKeyMismatch],
+      ['unknown job', (a) => (a.state.value.ledger[0]!.remote_job_id = 'other'), ProblemCode.LedgerUnknownJob],
+      ['history total', (a) => (a.history.value.total_cost_cents = 499), ProblemCode.LedgerTotalMismatch],
+      ['history currency', (a) => (a.history.value.currency = 'EUR'), ProblemCode.LedgerCurrencyMismatch],
+      ['history job', (a) => (a.history.value.remote_jobs = []), ProblemCode.LedgerUnknownJob],
+      [
+        'history vs state',
+        (a) => (a.history.value.completed_at = AT.replace('09', '10')),
+        ProblemCode.HistoryStateMismatch,
+      ],
+    ];
+    for (const [name, breakIt, code] of cases) {
+      const a = completed('2026-W32-0', 'a');
+      breakIt(a);
+      assert.ok(codes([a.state], [a.history]).includes(code), name);
+    }
+  });
+
+  it('a charged step without a remote job', () => {
+    const a = completed('2026-W32-0', 'a');
+    a.state.value.steps['video-r0']!.remote_job_id = null;
+    // Once for the charged step record, once for its ledger entry.
+    assert.deepEqual(codes([a.state], [a.history]), [
+      ProblemCode.ChargeWithoutRemoteJob,
+      ProblemCode.ChargeWithoutRemoteJob,
+    ]);
+  });
+
+  it('duplicates: one (week, sequence) or one allocation key on two episodes', () => {
+    const a = completed('2026-W32-0', 'k');
+    const b = completed('2026-W32-1', 'k');
+    assert.deepEqual(codes([a.state, b.state], [a.history, b.history]), [
+      ProblemCode.DuplicateAllocationKey,
+      ProblemCode.DuplicateAllocationKey,
+    ]);
+    const c = completed('2026-W32-0', 'c');
+    const d = completed('2026-W32-0', 'd');
+    assert.deepEqual(codes([c.state, d.state], []).filter((x) => x === ProblemCode.DuplicateSequence).length, 2);
+  });
+
+  it('history and state must come in pairs once completed', () => {
+    const a = completed('2026-W32-0', 'a');
+    assert.deepEqual(codes([a.state], []), [ProblemCode.HistoryMissing]);
+    assert.deepEqual(codes([], [a.history]), [ProblemCode.HistoryWithoutEpisode]);
+  });
+});
+
+describe('verify through the EpisodeStore read interface (how a PostgreSQL store is verified)', () => {
+  const given = legacyDirPerTest();
+
+  it('agrees with the file-store check: clean after migration, a changed media file reported by both', async () => {
+    const store = new FileEpisodeStore(given.dataDir);
+    assert.equal((await migrateLegacyStore(store)).status, 'migrated');
+    const generic = () => verifyStore(episodeStoreSource(store, { evidenceBase: given.dataDir }));
+    const clean = await generic();
+    assert.deepEqual(clean.problems, []);
+    assert.equal(clean.episodes_checked, 2);
+    assert.equal(clean.media_checked, 4);
+
+    const file = path.join(given.dataDir, 'episodes', '2026-W30-0', 'media', 'cover.jpg');
+    await fs.appendFile(file, 'x');
+    for (const report of [await generic(), await verifyStore(fileStoreSource(given.dataDir))]) {
+      assert.ok(report.problems.some((p) => p.code === ProblemCode.MediaSizeMismatch && p.file === file));
+    }
+  });
+});
