@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerAllocationCommands } from './cli/allocation-commands';
 import { CliContext } from './cli/context';
+import { registerLedgerCommands } from './cli/ledger-commands';
 import { registerMigrationCommands } from './cli/migration-commands';
 import { registerPaidCommands } from './cli/paid-commands';
 import { registerScheduleCommands } from './cli/schedule-commands';
@@ -32,6 +33,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   registerAllocationCommands(program, ctx);
   registerScheduleCommands(program, ctx);
   registerPaidCommands(program, ctx);
+  registerLedgerCommands(program, ctx);
   registerMigrationCommands(program, ctx);
   registerStoreCommands(program, ctx);
   registerVendorCommands(program, ctx);

@@ -80,6 +80,17 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
     await fs.rm(dir, { recursive: true, force: true });
   });
 
+  /** What an operator's shell has: the data dir, the vendor and its key, the Temporal server. */
+  const operatorEnv = () => ({
+    EPISODES_DATA_DIR: dir,
+    EPISODES_STORE_URL: '',
+    VENDOR_BASE_URL: vendor.url,
+    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    VENDOR_API_KEY_FILE: '',
+    TEMPORAL_ADDRESS: env.address,
+    EPISODES_TASK_QUEUE: taskQueue,
+  });
+
   async function withWorker<T>(fn: () => Promise<T>, extra: Partial<ActivityDeps> = {}): Promise<T> {
     const worker = await Worker.create({
       connection: env.nativeConnection,
@@ -190,7 +201,21 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       const rework = vendor.billing().find((c) => c.kind === 'rework')!;
       const state = await store.requireEpisode(id);
       assert.equal(state.steps['assembly-r0']?.spec.video_job, rework.job_id, 'the reworked cut is assembled');
+      assert.equal(state.media.video?.sha256, state.media['assembly-r0']?.sha256);
       assert.ok(assembly);
+
+      const status = await runCli(['status', id, '--json'], operatorEnv());
+      assert.equal(status.code, 0, status.stderr);
+      assert.equal(JSON.parse(status.stdout).production.phase, 'completed');
+      const reassemble = await runCli(['reassemble', id], operatorEnv());
+      assert.equal(reassemble.code, 0, reassemble.stderr);
+      const after = await store.requireEpisode(id);
+      assert.equal(after.steps['assembly-r1']?.spec.video_job, rework.job_id);
+      assert.equal(after.media.video?.sha256, after.media['assembly-r1']?.sha256, 'the new final video');
+      await assertLedgerEqualsBilling(id, ['video', 'cover', 'rework', 'assembly', 'assembly']);
+      const again = await runCli(['reassemble', id], operatorEnv());
+      assert.equal(again.code, 0, again.stderr);
+      assert.ok((await store.requireEpisode(id)).steps['assembly-r2'], 'a second reassembly is a new round');
     });
   });
 
@@ -315,17 +340,15 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
         1,
       );
 
+      const before = await runCli(['ledger', '--json'], operatorEnv());
+      assert.equal(before.code, 1, 'the ledger view flags the unrecorded charge');
+      assert.deepEqual(
+        JSON.parse(before.stdout).reconciliation.unrecorded_charges.map((c: { job_id: string }) => c.job_id),
+        [charged[0]!.job_id],
+      );
       const reconcile = await runCli(
         ['reconcile', id, '--step', key, '--remote-job', charged[0]!.job_id, '--by', 'ops'],
-        {
-          EPISODES_DATA_DIR: dir,
-          EPISODES_STORE_URL: '',
-          VENDOR_BASE_URL: vendor.url,
-          VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-          VENDOR_API_KEY_FILE: '',
-          TEMPORAL_ADDRESS: env.address,
-          EPISODES_TASK_QUEUE: taskQueue,
-        },
+        operatorEnv(),
       );
       assert.equal(reconcile.code, 0, reconcile.stderr);
       assert.equal((await store.requireEpisode(id)).steps[key]?.reconciliation?.resolution, 'remote-job');
@@ -334,6 +357,9 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       assert.equal((await h.result()).outcome, 'completed');
     });
     await assertLedgerEqualsBilling(id, ['video', 'cover', 'assembly']);
+    const after = await runCli(['ledger', '--json'], operatorEnv());
+    assert.equal(after.code, 0, after.stderr);
+    assert.equal(JSON.parse(after.stdout).total_cents, 5300);
   });
 
   it('5xx and timeouts are retried without a duplicate charge', async () => {

@@ -1,0 +1,153 @@
+import type { Command } from 'commander';
+import type { EpisodeState } from '../domain/episode-state';
+import { PipelineError } from '../domain/errors';
+import { parseWeekId } from '../domain/week-id';
+import { ErrorType } from '../shared';
+import type { Charge } from '../vendor/api';
+import { createVendorClient } from '../vendor/client';
+import { envCredentialsLoader } from '../vendor/credentials';
+import { vendorEndpointFromEnv } from '../vendor/endpoint';
+import { printJson, type CliContext } from './context';
+
+export interface LedgerView {
+  episodes: {
+    episode_id: string;
+    steps: { step: string; remote_job_id: string; amount_cents: number }[];
+    total_cents: number;
+  }[];
+  total_cents: number;
+  currency: string;
+  /** null when the vendor was not asked (--no-vendor). */
+  reconciliation: {
+    charges_checked: number;
+    /** The vendor billed it, the ledger does not have it (and no step is still waiting to record it). */
+    unrecorded_charges: { job_id: string; episode_id: string; kind: string; amount_cents: number }[];
+    /** Accepted jobs whose charge the ledger will record when they finish. */
+    pending: { job_id: string; episode_id: string; step: string }[];
+    /** The ledger has it, the vendor never billed it. */
+    unbilled_entries: { job_id: string; episode_id: string; step: string }[];
+    amount_mismatches: { job_id: string; ledger_cents: number; billed_cents: number }[];
+  } | null;
+}
+
+/** Pure: the ledger of some episodes, reconciled against the vendor's billing when given. */
+export function buildLedgerView(episodes: EpisodeState[], billing: Charge[] | null): LedgerView {
+  const view: LedgerView = {
+    episodes: episodes.map((e) => ({
+      episode_id: e.episode_id,
+      steps: e.ledger.map((l) => ({
+        step: `${l.step}-r${l.round}`,
+        remote_job_id: l.remote_job_id,
+        amount_cents: l.amount_cents,
+      })),
+      total_cents: e.ledger.reduce((sum, l) => sum + l.amount_cents, 0),
+    })),
+    total_cents: 0,
+    currency: episodes.flatMap((e) => e.ledger)[0]?.currency ?? 'USD',
+    reconciliation: null,
+  };
+  view.total_cents = view.episodes.reduce((sum, e) => sum + e.total_cents, 0);
+  if (!billing) return view;
+
+  const ids = new Set(episodes.map((e) => e.episode_id as string));
+  const charges = billing.filter((c) => ids.has(c.episode_id));
+  const ledger = new Map(episodes.flatMap((e) => e.ledger.map((l) => [l.remote_job_id, { e, l }] as const)));
+  const inFlight = new Map(
+    episodes.flatMap((e) =>
+      Object.entries(e.steps)
+        .filter(([, s]) => s.remote_job_id !== null && !s.charged)
+        .map(([key, s]) => [s.remote_job_id!, { e, key }] as const),
+    ),
+  );
+  const billed = new Set(charges.map((c) => c.job_id));
+  const r: NonNullable<LedgerView['reconciliation']> = {
+    charges_checked: charges.length,
+    unrecorded_charges: [],
+    pending: [],
+    unbilled_entries: [],
+    amount_mismatches: [],
+  };
+  for (const c of charges) {
+    const entry = ledger.get(c.job_id);
+    if (entry) {
+      if (entry.l.amount_cents !== c.amount_cents) {
+        r.amount_mismatches.push({
+          job_id: c.job_id,
+          ledger_cents: entry.l.amount_cents,
+          billed_cents: c.amount_cents,
+        });
+      }
+      continue;
+    }
+    const pending = inFlight.get(c.job_id);
+    if (pending) r.pending.push({ job_id: c.job_id, episode_id: pending.e.episode_id, step: pending.key });
+    else
+      r.unrecorded_charges.push({
+        job_id: c.job_id,
+        episode_id: c.episode_id,
+        kind: c.kind,
+        amount_cents: c.amount_cents,
+      });
+  }
+  for (const [jobId, { e, l }] of ledger) {
+    if (!billed.has(jobId))
+      r.unbilled_entries.push({ job_id: jobId, episode_id: e.episode_id, step: `${l.step}-r${l.round}` });
+  }
+  view.reconciliation = r;
+  return view;
+}
+
+export function ledgerDiscrepancies(view: LedgerView): number {
+  const r = view.reconciliation;
+  return r ? r.unrecorded_charges.length + r.unbilled_entries.length + r.amount_mismatches.length : 0;
+}
+
+export function registerLedgerCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('ledger')
+    .description('cost per episode and step, totals, reconciled against the vendor billing (exit 1 on a discrepancy)')
+    .option('--week <week>', 'only this ISO week')
+    .option('--no-vendor', 'do not ask the vendor for its billing (no credentials needed)')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { week?: string; vendor: boolean; json?: boolean }) => {
+      const weekId = opts.week === undefined ? undefined : parseWeekId(opts.week);
+      const episodes = await ctx.getStore().listEpisodes({ weekId });
+      let billing: Charge[] | null = null;
+      if (opts.vendor) {
+        const client = await createVendorClient(envCredentialsLoader(), vendorEndpointFromEnv());
+        billing = await client.getBilling();
+      }
+      const view = buildLedgerView(episodes, billing);
+      if (opts.json) printJson(view);
+      else printLedger(view);
+      const problems = ledgerDiscrepancies(view);
+      if (problems > 0) {
+        throw new PipelineError(
+          ErrorType.InvalidState,
+          `${problems} discrepancies between the ledger and the vendor billing`,
+        );
+      }
+    });
+}
+
+function printLedger(view: LedgerView): void {
+  for (const e of view.episodes.filter((x) => x.steps.length > 0)) {
+    for (const s of e.steps) {
+      console.log(
+        `${e.episode_id.padEnd(14)} ${s.step.padEnd(12)} ${String(s.amount_cents).padStart(8)}  ${s.remote_job_id}`,
+      );
+    }
+    console.log(`${e.episode_id.padEnd(14)} ${'total'.padEnd(12)} ${String(e.total_cents).padStart(8)}`);
+  }
+  console.log(
+    `${'all'.padEnd(14)} ${'total'.padEnd(12)} ${String(view.total_cents).padStart(8)} ${view.currency} cents`,
+  );
+  const r = view.reconciliation;
+  if (!r) return console.log('vendor billing not checked (--no-vendor)');
+  console.log(`vendor billing: ${r.charges_checked} charges checked, ${r.pending.length} pending`);
+  for (const c of r.unrecorded_charges)
+    console.log(`UNRECORDED CHARGE ${c.job_id} (${c.episode_id} ${c.kind}, ${c.amount_cents} cents)`);
+  for (const u of r.unbilled_entries) console.log(`UNBILLED LEDGER ENTRY ${u.job_id} (${u.episode_id} ${u.step})`);
+  for (const m of r.amount_mismatches)
+    console.log(`AMOUNT MISMATCH ${m.job_id}: ledger ${m.ledger_cents}, billed ${m.billed_cents}`);
+}
