@@ -3,8 +3,8 @@
  * history entry exactly as it is.
  *
  * It holds the file store's pipeline lock throughout, so it copies a consistent snapshot with no allocation in flight.
- * Episode files (everything in `<data>/episodes/<id>/` but state.json: media, artifacts) and the migration evidence go
- * first, under the target's media root, with the same relative paths; then all rows in one transaction; then it reads
+ * Episode files (everything in the source's `mediaDir(id)` but state.json: media, artifacts) and the migration evidence
+ * go first, to the target's `mediaDir(id)` and media root, with the same relative paths; then all rows in one transaction; then it reads
  * them back and compares. Re-running after an interruption is safe: what is already there and identical is skipped,
  * anything that differs is refused with nothing written.
  */
@@ -58,7 +58,7 @@ export async function copyFileStoreToPostgres(options: {
       const history = await source.listHistory();
       const files = { copied: 0, unchanged: 0 };
       for (const e of episodes) {
-        await copyTree(source.episodeDir(e.episode_id), target.episodeDir(e.episode_id), files, ['state.json']);
+        await copyTree(source.mediaDir(e.episode_id), target.mediaDir(e.episode_id), files, ['state.json']);
       }
       await copyTree(path.join(fromDir, EVIDENCE_ROOT), path.join(target.mediaRoot, EVIDENCE_ROOT), files);
       guard.assertHeld();

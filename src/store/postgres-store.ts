@@ -11,7 +11,7 @@
  *   ledger_entries  the state's charges, in order
  *   history         completed history, one immutable JSONB entry per episode
  *
- * Media never enter the database: they stay on the file system under `<media root>/<episode_id>/media/` (root:
+ * Media never enter the database: they stay on the file system under `<media root>/<episode_id>/` (root:
  * EPISODES_MEDIA_DIR, default ./data/media; on several hosts, a shared mount), and the row records that path. Schema migrations (postgres-migrations/) are applied on first use, under their own lock.
  */
 import * as path from 'node:path';
@@ -38,7 +38,7 @@ export const MIGRATION_LOCK_ID = PIPELINE_LOCK_ID + 1;
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` (credentials never appear in `description` or errors). */
   url: string;
-  /** Root of the episodes' file directories, `<root>/<id>/media/` (default: EPISODES_MEDIA_DIR or ./data/media). */
+  /** Root of the episodes' file directories, `<root>/<id>/` (default: EPISODES_MEDIA_DIR or ./data/media). */
   mediaDir?: string;
   /** Give up waiting for the pipeline lock after this long, retryably (default: EPISODES_LOCK_TIMEOUT_MS or 30 s). */
   lockTimeoutMs?: number;
@@ -115,13 +115,9 @@ export class PostgresEpisodeStore implements EpisodeStore {
     this.pool.on('error', () => undefined);
   }
 
-  /** The episode's own directory: recorded media paths are relative to it (as in the file store's layout). */
-  episodeDir(id: EpisodeId): string {
-    return path.join(this.mediaRoot, id);
-  }
-
+  /** The episode's own directory: its recorded media paths (`media/final.mp4`) are relative to it. */
   mediaDir(id: EpisodeId): string {
-    return path.join(this.episodeDir(id), 'media');
+    return path.join(this.mediaRoot, id);
   }
 
   /** Applies pending schema migrations (once per process; a failure is retried on the next call). */

@@ -140,7 +140,7 @@ describe('episodes store copy: a file store moved into PostgreSQL', function () 
     const migrated = (await target.listEpisodes()).find((e) => Object.keys(e.media).length > 0);
     assert.ok(migrated);
     const [name, recorded] = Object.entries(migrated.media)[0]!;
-    const file = path.join(target.episodeDir(parseEpisodeId(migrated.episode_id).episodeId), recorded.path);
+    const file = path.join(target.mediaDir(parseEpisodeId(migrated.episode_id).episodeId), recorded.path);
     await fs.appendFile(file, 'tampered');
     const { code, report } = await verifyCli(['--store-url', url]);
     assert.equal(code, 1);

@@ -185,7 +185,7 @@ describe('postgres store specifics', function () {
       ),
     );
     assert.deepEqual(counts.rows[0], { jobs: 2, cents: 1349, media_dir: store.mediaDir(id) });
-    assert.equal(store.mediaDir(id), path.join(store.mediaRoot, id, 'media'));
+    assert.equal(store.mediaDir(id), path.join(store.mediaRoot, id));
     // A later update replaces the rows: nothing is left behind from the previous state.
     await store.updateEpisode(id, (s) => ({ ...s, steps: {}, ledger: s.ledger.slice(0, 1) }));
     const after = await sql((c) =>
