@@ -226,7 +226,7 @@ async function planWeek(store: FileEpisodeStore, layout: MigrationLayout, ctx: W
   const targetDir = layout.targetDir(episodeId);
   const journalWeek = ctx.journal?.weeks.find((w) => w.from_id === fromId);
   const before = problems.length;
-  const report = (code: Parameters<typeof problem>[0], message: string, file: string) =>
+  const report = (code: ProblemCode, message: string, file: string) =>
     problems.push(problem(code, message, { episode_id: fromId, file }));
 
   if (ctx.journal && !journalWeek) {
@@ -250,8 +250,10 @@ async function planWeek(store: FileEpisodeStore, layout: MigrationLayout, ctx: W
   } else if (inTargetDir && journalWeek) {
     sourceFile = evidenceFile;
     sourceBytes = evidenceBytes;
-    if (!sourceBytes) report(ProblemCode.EvidenceMissing, 'moved episode without its evidence copy', evidenceFile);
-    if (!sourceBytes) return null;
+    if (!sourceBytes) {
+      report(ProblemCode.EvidenceMissing, 'moved episode without its evidence copy', evidenceFile);
+      return null;
+    }
   } else {
     const [file, source] =
       ctx.history === undefined ? [layout.journal, 'the migration journal'] : [layout.legacyHistory, 'history.json'];
