@@ -23,7 +23,8 @@ import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal';
 
 const HOSTS = 3;
 const RUNS = 60;
-const WEEKS = ['2026-W32', '2026-W33', '2026-W34'].map(parseWeekId);
+/** Three weeks of a year of its own per scenario: each run also starts `episode-<id>` production, ids must not meet. */
+const weeksOf = (year: number) => [32, 33, 34].map((w) => parseWeekId(`${year}-W${w}`));
 
 interface Host {
   dir: string;
@@ -40,7 +41,18 @@ describe('several hosts: three worker processes sharing only Temporal and the st
   before(async () => {
     env = await createTestEnv();
   });
+  let queue: string | undefined;
   afterEach(async () => {
+    // Each run also started its episode's production (abandoned child): end them, so nothing outlives the scenario.
+    if (queue) {
+      const running = env.client.workflow.list({ query: `TaskQueue="${queue}" AND ExecutionStatus="Running"` });
+      for await (const wf of running) {
+        await env.client.workflow
+          .getHandle(wf.workflowId, wf.runId)
+          .terminate('test over')
+          .catch(() => undefined);
+      }
+    }
     await Promise.all(hosts.map(stopHost));
     hosts = [];
   });
@@ -51,6 +63,7 @@ describe('several hosts: three worker processes sharing only Temporal and the st
 
   /** Starts one worker per host environment and waits until every one polls the queue. */
   async function startHosts(taskQueue: string, storeEnv: (dir: string) => NodeJS.ProcessEnv): Promise<void> {
+    queue = taskQueue;
     hosts = Array.from({ length: HOSTS }, (_, i) => {
       const dir = mkdtempSync(path.join(os.tmpdir(), `host${i}-`));
       dirs.push(dir);
@@ -74,13 +87,16 @@ describe('several hosts: three worker processes sharing only Temporal and the st
   }
 
   /** 60 concurrent runs, 20 per week; workflow ID = allocation key. Returns each result and the worker that ran it. */
-  async function runSixty(taskQueue: string): Promise<{ result: WeeklyEpisodeResult; worker: string }[]> {
+  async function runSixty(
+    taskQueue: string,
+    weeks: readonly string[],
+  ): Promise<{ result: WeeklyEpisodeResult; worker: string }[]> {
     const handles = await Promise.all(
       Array.from({ length: RUNS }, (_, i) =>
         env.client.workflow.start(weeklyEpisodeWorkflow, {
           workflowId: `${taskQueue}-run-${i}`,
           taskQueue,
-          args: [{ week: WEEKS[i % WEEKS.length] }],
+          args: [{ week: weeks[i % weeks.length] }],
         }),
       ),
     );
@@ -98,18 +114,19 @@ describe('several hosts: three worker processes sharing only Temporal and the st
     const url = await freshDatabase('multihost');
     const taskQueue = uniqueTaskQueue('multihost-pg');
     await startHosts(taskQueue, (dir) => ({ EPISODES_STORE_URL: url, EPISODES_MEDIA_DIR: path.join(dir, 'media') }));
-    const runs = await runSixty(taskQueue);
+    const weeks = weeksOf(2026);
+    const runs = await runSixty(taskQueue, weeks);
 
     const workers = new Set(runs.map((r) => r.worker));
     assert.ok(workers.size >= 2, `allocations must be spread over several hosts, got ${[...workers].join(', ')}`);
     const ids = runs.map((r) => r.result.episodeId);
     assert.equal(new Set(ids).size, RUNS, 'every run got its own episode');
-    for (const week of WEEKS) {
+    for (const week of weeks) {
       const seqs = runs
         .filter((r) => r.result.weekId === week)
         .map((r) => r.result.sequence)
         .sort((a, b) => a - b);
-      assert.deepEqual(seqs, [...Array(RUNS / WEEKS.length).keys()], `week ${week}`);
+      assert.deepEqual(seqs, [...Array(RUNS / weeks.length).keys()], `week ${week}`);
     }
     const store = new PostgresEpisodeStore({ url });
     try {
@@ -126,7 +143,8 @@ describe('several hosts: three worker processes sharing only Temporal and the st
   it('three file stores on separate dirs are NOT safe: duplicate episode ids (documented expected failure)', async () => {
     const taskQueue = uniqueTaskQueue('multihost-file');
     await startHosts(taskQueue, (dir) => ({ EPISODES_STORE_URL: '', EPISODES_DATA_DIR: path.join(dir, 'data') }));
-    const runs = await runSixty(taskQueue);
+    const weeks = weeksOf(2027);
+    const runs = await runSixty(taskQueue, weeks);
 
     const workers = new Set(runs.map((r) => r.worker));
     assert.ok(workers.size >= 2, `allocations must be spread over several hosts, got ${[...workers].join(', ')}`);
@@ -138,7 +156,7 @@ describe('several hosts: three worker processes sharing only Temporal and the st
     for (const host of hosts) {
       const episodes = await new FileEpisodeStore(path.join(host.dir, 'data')).listEpisodes();
       total += episodes.length;
-      for (const week of WEEKS) {
+      for (const week of weeks) {
         const seqs = episodes.filter((e) => e.week_id === week).map((e) => e.sequence);
         assert.deepEqual(seqs, [...Array(seqs.length).keys()], `${host.dir} week ${week}`);
       }
@@ -147,11 +165,14 @@ describe('several hosts: three worker processes sharing only Temporal and the st
   });
 });
 
-/** The test's environment without any store or failpoint settings: each host gets only what it is given. */
+/**
+ * The test's environment without store, failpoint or vendor settings: each host gets only what it is given. Without
+ * vendor credentials the productions these runs start stop at their credentials guard: nothing is ever submitted.
+ */
 function hostEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const name of Object.keys(env)) {
-    if (name.startsWith('EPISODES_') || name.startsWith('TEMPORAL_')) delete env[name];
+    if (['EPISODES_', 'TEMPORAL_', 'VENDOR_'].some((prefix) => name.startsWith(prefix))) delete env[name];
   }
   return env;
 }
