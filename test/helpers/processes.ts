@@ -15,12 +15,25 @@ export function runNode(script: string, args: string[], env: NodeJS.ProcessEnv =
   return collect(spawnNode(script, args, env));
 }
 
+const live = new Set<ChildProcess>();
+
 export function spawnNode(script: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  return spawn(process.execPath, [path.join(DIST_ROOT, script), ...args], {
+  const child = spawn(process.execPath, [path.join(DIST_ROOT, script), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.add(child);
+  child.on('exit', () => live.delete(child));
+  return child;
 }
+
+/** A test that fails before its failpoint fires must not leave a worker behind: the root hook calls this. */
+export function killLeftoverProcesses(): void {
+  for (const child of live) child.kill('SIGKILL');
+  live.clear();
+}
+
+process.on('exit', killLeftoverProcesses);
 
 export function collect(child: ChildProcess): Promise<ProcessResult> {
   let stdout = '';

@@ -4,6 +4,7 @@
  */
 import { inspect } from 'node:util';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
+import { killLeftoverProcesses } from './processes';
 
 const MAX_CAPTURED = 50_000;
 export const capturedLogs: string[] = [];
@@ -15,3 +16,10 @@ Runtime.install({
     if (entry.level === 'ERROR') console.error(line);
   }),
 });
+
+/** Root hooks: no child process outlives the run. */
+export const mochaHooks = {
+  afterAll(): void {
+    killLeftoverProcesses();
+  },
+};
