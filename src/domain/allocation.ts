@@ -50,7 +50,7 @@ export function decideAllocation(facts: AllocationFacts): AllocationDecision {
         { episodes: [other, e.episodeId] },
       );
     }
-    if (e.weekId !== facts.weekId || formatEpisodeId(e.weekId, e.sequence) !== e.episodeId) {
+    if (e.weekId !== facts.weekId || !namesItself(e)) {
       throw new PipelineError(
         ErrorType.StoreCorrupt,
         `store is corrupt: episode ${e.episodeId} is filed under week ${facts.weekId} with sequence ${e.sequence}`,
@@ -93,6 +93,15 @@ export function decideAllocation(facts: AllocationFacts): AllocationDecision {
     );
   }
   return { kind: 'new', episodeId: formatEpisodeId(facts.weekId, sequence), weekId: facts.weekId, sequence };
+}
+
+/** The stored id is what its stored week and sequence format to (a hand-edited index may say otherwise). */
+function namesItself(e: StoredEpisodeRef): boolean {
+  try {
+    return formatEpisodeId(e.weekId, e.sequence) === e.episodeId;
+  } catch {
+    return false; // a sequence no episode can have: corrupt, not the caller's bad input
+  }
 }
 
 function dedupe(refs: StoredEpisodeRef[]): StoredEpisodeRef[] {

@@ -7,9 +7,14 @@ export type WeekId = string & { readonly __brand: 'WeekId' };
 const WEEK_ID_PATTERN = /^(\d{4})-W(\d{2})$/;
 const MS_PER_DAY = 86_400_000;
 
+/** Midnight UTC of a proleptic Gregorian date. Not `Date.UTC`, which reads years 0..99 as 1900..1999. */
+function utcMidnight(year: number, month: number, day: number): number {
+  return new Date(0).setUTCFullYear(year, month - 1, day);
+}
+
 /** ISO weekday 1 (Monday) .. 7 (Sunday) of a proleptic Gregorian date. */
 function isoWeekday(year: number, month: number, day: number): number {
-  const dow = new Date(Date.UTC(year, month - 1, day)).getUTCDay();
+  const dow = new Date(utcMidnight(year, month, day)).getUTCDay();
   return dow === 0 ? 7 : dow;
 }
 
@@ -46,10 +51,10 @@ export function parseWeekId(raw: unknown): WeekId {
 /** ISO week of a calendar date (proleptic Gregorian). */
 export function isoWeekOfDate(year: number, month: number, day: number): WeekId {
   // The ISO week belongs to the year of its Thursday.
-  const utc = Date.UTC(year, month - 1, day);
+  const utc = utcMidnight(year, month, day);
   const thursday = new Date(utc + (4 - isoWeekday(year, month, day)) * MS_PER_DAY);
   const isoYear = thursday.getUTCFullYear();
-  const week = Math.floor((thursday.getTime() - Date.UTC(isoYear, 0, 1)) / MS_PER_DAY / 7) + 1;
+  const week = Math.floor((thursday.getTime() - utcMidnight(isoYear, 1, 1)) / MS_PER_DAY / 7) + 1;
   return formatWeekId(isoYear, week);
 }
 
