@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
 import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
@@ -27,7 +29,9 @@ import {
 import { runCli, spawnNode } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { capturedLogs } from '../helpers/setup';
-import { createTestEnv, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+
+const execFileAsync = promisify(execFile);
 
 /** The ApplicationFailure type at the bottom of a workflow/child/activity failure chain. */
 function rootType(e: unknown): string | undefined {
@@ -190,10 +194,42 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
     await withWorker(async () => {
       const h = await startProduction(id);
       await awaitingApproval(h);
-      await h.signal(requestReworkSignal, { notes: 'warmer colours, shorter intro', by: 'editor' });
+      // As the README documents it: the operator's `temporal` CLI, not the SDK (async: the worker runs in this process).
+      const temporal = async (...args: string[]) =>
+        (await execFileAsync(temporalCliPath(), [...args, '--address', env.address], { encoding: 'utf8' })).stdout;
+      await temporal(
+        'workflow',
+        'signal',
+        '--workflow-id',
+        `episode-${id}`,
+        '--name',
+        'requestRework',
+        '--input',
+        JSON.stringify({ notes: 'warmer colours, shorter intro', by: 'editor' }),
+      );
       await awaitingApproval(h, 1);
       assert.equal((await store.requireEpisode(id)).steps['rework-r1']?.spec.notes, 'warmer colours, shorter intro');
-      await h.signal(approveSignal, { by: 'editor' });
+      const queried = await temporal(
+        'workflow',
+        'query',
+        '--workflow-id',
+        `episode-${id}`,
+        '--type',
+        'status',
+        '--output',
+        'json',
+      );
+      assert.match(queried, /"phase":\s*"awaiting_approval"/);
+      await temporal(
+        'workflow',
+        'signal',
+        '--workflow-id',
+        `episode-${id}`,
+        '--name',
+        'approve',
+        '--input',
+        '{"by":"editor"}',
+      );
       const result = await h.result();
       assert.equal(result.outcome === 'completed' && result.reworkRounds, 1);
       await assertLedgerEqualsBilling(id, ['video', 'cover', 'rework', 'assembly']);
