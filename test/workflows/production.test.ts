@@ -420,6 +420,23 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
     await assertLedgerEqualsBilling(id, ['video', 'cover', 'assembly']);
   });
 
+  it('an approval deadline that passes ends production clearly, with nothing assembled', async () => {
+    const id = await allocate('deadline-run');
+    await withWorker(async () => {
+      const result = await env.client.workflow.execute(episodeProductionWorkflow, {
+        workflowId: `episode-${id}`,
+        taskQueue,
+        args: [{ episodeId: id, approvalTimeout: '2 seconds' }],
+      });
+      assert.deepEqual(result, { outcome: 'approval_expired', episodeId: id });
+    });
+    const state = await store.requireEpisode(id);
+    assert.equal(state.status, 'failed');
+    assert.equal(state.approval?.status, 'expired');
+    await assertLedgerEqualsBilling(id, ['video', 'cover']);
+    assert.deepEqual(await store.listHistory(), [], 'not completed');
+  });
+
   it('BudgetExceeded: a quote over the cap is refused and nothing is sent', async () => {
     const id = await allocate('budget-run');
     await withWorker(
