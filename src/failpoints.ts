@@ -3,9 +3,14 @@
  * Off unless EPISODES_FAILPOINTS names a point, e.g. `allocation.after-commit=kill,submission.accepted=delay:500`.
  * When the variable is unset `failpoint()` is a single map lookup on an empty map.
  *
- * Actions: `kill` (SIGKILL this process), `throw` (a plain Error), `delay:<ms>`, `enospc` / `eio` (an fs-style error).
- * An optional `@<n>` suffix fires only on the n-th hit (1-based), e.g. `allocation.after-commit=kill@3`.
+ * Actions: `kill` (SIGKILL this process), `throw` (a plain Error), `delay:<ms>`, `enospc` / `eio` (a StorageFailure with
+ * that errno `code`, as a real disk error surfaces). An optional `@<n>` suffix fires only on the n-th hit (1-based), e.g.
+ * `allocation.after-commit=kill@3`. `fs.write` sits half-way through every durable file write (`fs.write=enospc@2`
+ * fails the second write of the process with its temp file half written).
  */
+import { PipelineError } from './domain/errors';
+import { ErrorType } from './shared';
+
 type Action = { kind: 'kill' | 'throw' | 'enospc' | 'eio' } | { kind: 'delay'; ms: number };
 
 interface Rule {
@@ -57,9 +62,15 @@ export async function failpoint(name: string): Promise<void> {
     case 'throw':
       throw new FailpointError(name);
     case 'enospc':
-      throw Object.assign(new FailpointError(name, 'ENOSPC'), { code: 'ENOSPC' });
-    case 'eio':
-      throw Object.assign(new FailpointError(name, 'EIO'), { code: 'EIO' });
+    case 'eio': {
+      // Typed as storageError types a real one (retryable StorageFailure), and fs-shaped (`code`) for code that wraps it.
+      const code = rule.action.kind.toUpperCase();
+      const cause = Object.assign(new FailpointError(name, code), { code });
+      throw Object.assign(
+        new PipelineError(ErrorType.StorageFailure, cause.message, { code, failpoint: name }, { cause }),
+        { code },
+      );
+    }
     case 'delay':
       await new Promise((resolve) => setTimeout(resolve, (rule.action as { ms: number }).ms));
       return;

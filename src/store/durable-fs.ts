@@ -1,12 +1,13 @@
 /**
- * Durable file primitives. Every write is temp file + fsync + rename (write-file-atomic) followed by an fsync of the
- * directory, so a crash leaves either the old or the new file, never a torn one, and the rename survives power loss.
+ * Durable file primitives. Every write is temp file + fsync + rename followed by an fsync of the directory, so a crash
+ * or a full disk leaves either the old or the new file, never a torn one, and the rename survives power loss.
  */
+import { randomBytes } from 'node:crypto';
 import { promises as fs, constants as fsConstants } from 'node:fs';
 import * as path from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import type { z } from 'zod';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, isPipelineError } from '../domain/errors';
+import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
 
 /** State and index files hold episode records and ledgers: owner-only. */
@@ -24,31 +25,63 @@ export async function fsyncDir(dir: string): Promise<void> {
 
 /** mkdir -p, then fsync every parent whose entry list changed, so the new directory survives a crash. */
 export async function ensureDirDurable(dir: string): Promise<void> {
-  const missing: string[] = [];
-  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
-    try {
-      await fs.stat(d);
-      break;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-      missing.unshift(d);
-      if (path.dirname(d) === d) break;
+  try {
+    const missing: string[] = [];
+    for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+      try {
+        await fs.stat(d);
+        break;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+        missing.unshift(d);
+        if (path.dirname(d) === d) break;
+      }
     }
-  }
-  for (const d of missing) {
-    await fs.mkdir(d, { mode: DIR_MODE }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== 'EEXIST') throw e;
-    });
-    await fsyncDir(path.dirname(d));
+    for (const d of missing) {
+      await fs.mkdir(d, { mode: DIR_MODE }).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EEXIST') throw e;
+      });
+      await fsyncDir(path.dirname(d));
+    }
+  } catch (e) {
+    throw isPipelineError(e) ? e : storageError(`cannot create directory ${dir}`, e);
   }
 }
 
+/**
+ * Temp file beside the target (never a `.json` name, so readers skip it), every byte written, fsync, rename, fsync of
+ * the directory. On failure the temp file is removed and the target is untouched. Not write-file-atomic: it ignores a
+ * short write, and a full disk then renamed a truncated file over the good one.
+ */
 export async function writeFileDurable(file: string, data: string | Buffer): Promise<void> {
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  const temp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
+  let handle: fs.FileHandle | undefined;
   try {
-    await writeFileAtomic(file, data, { mode: FILE_MODE, fsync: true });
+    handle = await fs.open(temp, 'wx', FILE_MODE);
+    await handle.chmod(FILE_MODE); // exact, whatever the umask
+    const half = bytes.length >> 1;
+    await writeAll(handle, bytes, 0, half);
+    await failpoint('fs.write'); // a disk that fails half-way through a file
+    await writeAll(handle, bytes, half, bytes.length);
+    await handle.sync();
+    await handle.close();
+    handle = undefined;
+    await fs.rename(temp, file);
     await fsyncDir(path.dirname(file));
   } catch (e) {
+    await handle?.close().catch(() => undefined);
+    await fs.rm(temp, { force: true }).catch(() => undefined);
     throw storageError(`cannot write ${file}`, e);
+  }
+}
+
+/** Writes bytes [from, to) at their offsets; a short write continues, so a full disk ends in ENOSPC, not a torn file. */
+async function writeAll(handle: fs.FileHandle, bytes: Buffer, from: number, to: number): Promise<void> {
+  for (let at = from; at < to;) {
+    const { bytesWritten } = await handle.write(bytes, at, to - at, at);
+    if (bytesWritten <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
+    at += bytesWritten;
   }
 }
 
