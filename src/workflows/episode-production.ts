@@ -1,16 +1,9 @@
-import {
-  ParentClosePolicy,
-  executeChild,
-  condition,
-  proxyActivities,
-  setHandler,
-  type ActivityOptions,
-} from '@temporalio/workflow';
+import { ParentClosePolicy, executeChild, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { CompletedStep } from '../activities/paid-steps';
 import type { PaidStep } from '../domain/episode-state';
-import { NON_RETRYABLE_ERROR_TYPES } from '../shared';
+import { lifecycleActivityOptions } from './activity-options';
 import {
   approveSignal,
   requestReworkSignal,
@@ -20,12 +13,6 @@ import {
   type ReworkInput,
 } from './messages';
 import { paidStepWorkflow, paidStepWorkflowId } from './paid-step';
-
-/** Bookkeeping is local file or database I/O behind the pipeline lock: short, and always safe to retry. */
-const lifecycleActivityOptions = {
-  startToCloseTimeout: '1m',
-  retry: { initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] },
-} satisfies ActivityOptions;
 
 const { recordProgress, completeEpisode } = proxyActivities<Activities>(lifecycleActivityOptions);
 

@@ -1,13 +1,8 @@
-import { ParentClosePolicy, executeChild, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import { ParentClosePolicy, executeChild, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep } from '../activities/paid-steps';
-import { NON_RETRYABLE_ERROR_TYPES } from '../shared';
+import { lifecycleActivityOptions } from './activity-options';
 import { paidStepWorkflow, paidStepWorkflowId } from './paid-step';
-
-const lifecycleActivityOptions = {
-  startToCloseTimeout: '1m',
-  retry: { initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES] },
-} satisfies ActivityOptions;
 
 const { recordReassembly } = proxyActivities<Activities>(lifecycleActivityOptions);
 

@@ -1,43 +1,9 @@
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  condition,
-  proxyActivities,
-  setHandler,
-  type ActivityOptions,
-} from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep, PaidStepInput } from '../activities/paid-steps';
-import { ErrorType, NON_RETRYABLE_ERROR_TYPES } from '../shared';
+import { ErrorType } from '../shared';
+import { awaitActivityOptions, submitActivityOptions } from './activity-options';
 import { reconciledSignal, stepStatusQuery, type StepStatus } from './messages';
-
-/**
- * Submission is a few short HTTP calls plus state writes; it retries on vendor outages (5xx, 409, refused
- * connections), never on a business refusal or an unknown outcome, which go to an operator instead. It heartbeats
- * every second, so a worker that dies mid-submission is replaced within 10 s.
- */
-const submitActivityOptions = {
-  startToCloseTimeout: '5m',
-  heartbeatTimeout: '10s',
-  retry: {
-    initialInterval: '2s',
-    backoffCoefficient: 2,
-    maximumInterval: '1m',
-    nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES],
-  },
-} satisfies ActivityOptions;
-
-/** Vendor jobs may run for hours; the poller heartbeats, so a dead worker is replaced within 30 s. */
-const awaitActivityOptions = {
-  startToCloseTimeout: '6h',
-  heartbeatTimeout: '30s',
-  retry: {
-    initialInterval: '2s',
-    backoffCoefficient: 2,
-    maximumInterval: '1m',
-    nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES],
-  },
-} satisfies ActivityOptions;
 
 const { submitPaidStep } = proxyActivities<Activities>(submitActivityOptions);
 const { awaitPaidStep } = proxyActivities<Activities>(awaitActivityOptions);

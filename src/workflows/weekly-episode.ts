@@ -6,7 +6,6 @@ import {
   startChild,
   upsertSearchAttributes,
   workflowInfo,
-  type ActivityOptions,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
@@ -16,27 +15,11 @@ import { isoWeekOfInstant } from '../domain/week-id';
 import {
   EpisodeIdSearchAttribute,
   ErrorType,
-  NON_RETRYABLE_ERROR_TYPES,
   ScheduledStartTimeSearchAttribute,
   WeekIdSearchAttribute,
 } from '../shared';
+import { allocationActivityOptions } from './activity-options';
 import { episodeProductionWorkflow, productionWorkflowId } from './episode-production';
-
-/**
- * Allocation is milliseconds of local I/O but may queue behind other allocations for up to the lock timeout (30 s).
- * The activity heartbeats every second, so a dead worker is noticed after 5 s; retries are unlimited because the
- * allocation key makes every retry return the same episode.
- */
-const allocationActivityOptions = {
-  startToCloseTimeout: '2m',
-  heartbeatTimeout: '5s',
-  retry: {
-    initialInterval: '1s',
-    backoffCoefficient: 2,
-    maximumInterval: '30s',
-    nonRetryableErrorTypes: [...NON_RETRYABLE_ERROR_TYPES],
-  },
-} satisfies ActivityOptions;
 
 const { allocateEpisode } = proxyActivities<Activities>(allocationActivityOptions);
 
