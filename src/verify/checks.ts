@@ -141,7 +141,6 @@ const MIRRORED_FIELDS = [
   'completed_at',
   'ledger',
   'approval',
-  'media',
   'migration',
 ] as const;
 
@@ -165,6 +164,8 @@ function checkHistoryAgainstStates(
     // A history entry may precede its state's completion (completion in progress): compared once completed.
     if (state.status !== 'completed') continue;
     const differing: string[] = MIRRORED_FIELDS.filter((f) => !isDeepStrictEqual(h[f], state[f]));
+    // History keeps the final media (a produced episode: video and cover); the state also keeps each step's artifact.
+    if (Object.entries(h.media).some(([name, m]) => !isDeepStrictEqual(m, state.media[name]))) differing.push('media');
     const jobs = Object.values(state.steps).filter((r) => r.remote_job_id !== null);
     const missingJobs = jobs.filter((r) => !h.remote_jobs.some((j) => j.remote_job_id === r.remote_job_id));
     if (missingJobs.length > 0) differing.push('remote_jobs');
