@@ -23,7 +23,7 @@ import {
 import { PipelineError } from '../domain/errors';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
-import { ensureDirDurable, writeFileDurable } from '../store/durable-fs';
+import { assertInside, ensureDirDurable, writeFileDurable } from '../store/durable-fs';
 import type { EpisodeStore } from '../store/episode-store';
 import type { VendorJob } from '../vendor/api';
 import { createVendorClient, type VendorClient } from '../vendor/client';
@@ -199,7 +199,8 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
       sha256: createHash('sha256').update(artifact.bytes).digest('hex'),
       bytes: artifact.bytes.length,
     };
-    const file = path.join(store.mediaDir(id), media.path);
+    // A symlink planted in the episode's directory must not carry the artifact elsewhere.
+    const file = await assertInside(store.mediaDir(id), path.join(store.mediaDir(id), media.path));
     await ensureDirDurable(path.dirname(file));
     await writeFileDurable(file, artifact.bytes);
     await failpoint('submission.artifact-downloaded');

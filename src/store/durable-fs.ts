@@ -134,6 +134,45 @@ export function parseJsonText<S extends z.ZodType>(file: string, text: string, s
   return parsed.data;
 }
 
+/**
+ * `p`, once it is known to resolve (through every symlink on the way) to `root` or below it, compared as real paths.
+ * A path that leaves, or runs into a dangling symlink, is StoreCorrupt naming it: nothing may be read or written there.
+ */
+export async function assertInside(root: string, p: string): Promise<string> {
+  const realRoot = (await realPathSoFar(root)) ?? path.resolve(root);
+  const real = await realPathSoFar(p);
+  const rel = real === null ? null : path.relative(realRoot, real);
+  if (rel !== null && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel)) return p;
+  throw new PipelineError(
+    ErrorType.StoreCorrupt,
+    `${p} resolves to ${real ?? 'a dangling symlink'}, outside ${realRoot}; refusing to follow it`,
+    { file: p },
+  );
+}
+
+/** The real path of the longest existing prefix of `p`, plus the rest as is; null if it runs into a dangling symlink. */
+async function realPathSoFar(p: string): Promise<string | null> {
+  const rest: string[] = [];
+  let appeared = 0;
+  for (let d = path.resolve(p); ;) {
+    try {
+      return path.join(await fs.realpath(d), ...rest);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d || appeared > 3) {
+        throw storageError(`cannot resolve ${p}`, e);
+      }
+      const st = await fs.lstat(d).catch(() => undefined);
+      if (st?.isSymbolicLink()) return null; // there, yet does not resolve: a dangling symlink
+      if (st) {
+        appeared++; // created by another process since realpath looked: look again
+        continue;
+      }
+      rest.unshift(path.basename(d));
+      d = path.dirname(d);
+    }
+  }
+}
+
 export async function exists(p: string): Promise<boolean> {
   try {
     await fs.lstat(p);

@@ -34,7 +34,7 @@ import { PipelineError } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
-import { ensureDirDurable, exists, readJsonFile, storageError, writeJsonDurable } from './durable-fs';
+import { assertInside, ensureDirDurable, exists, readJsonFile, storageError, writeJsonDurable } from './durable-fs';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { DEFAULT_LOCK_OPTIONS, PipelineLock, type LockGuard, type LockOptions } from './pipeline-lock';
 
@@ -170,7 +170,7 @@ export class FileEpisodeStore implements EpisodeStore {
       }
       // 1. The key file first, so that from the commit on the key can be found from any week.
       guard.assertHeld();
-      await writeJsonDurable(this.keyIndexPath(key), {
+      await this.write(this.keyIndexPath(key), {
         schema: 'key-index/v1',
         allocation_key: key,
         episodes: [
@@ -181,7 +181,7 @@ export class FileEpisodeStore implements EpisodeStore {
       await failpoint('allocation.key-written');
       // 2. The commit point.
       guard.assertHeld();
-      await writeJsonDurable(this.weekIndexPath(weekId), {
+      await this.write(this.weekIndexPath(weekId), {
         ...weekIndex,
         episodes: [...weekIndex.episodes, entry],
       } satisfies WeekIndex);
@@ -194,7 +194,7 @@ export class FileEpisodeStore implements EpisodeStore {
   }
 
   async getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
-    const state = await readJsonFile(this.statePath(id), episodeStateSchema);
+    const state = await this.read(this.statePath(id), episodeStateSchema);
     if (state) {
       this.checkIdentity(id, state, this.statePath(id));
       return state;
@@ -237,8 +237,8 @@ export class FileEpisodeStore implements EpisodeStore {
         }
       }
       guard.assertHeld();
-      await ensureDirDurable(this.episodeDir(id));
-      await writeJsonDurable(this.statePath(id), next);
+      await this.mkdir(this.episodeDir(id));
+      await this.write(this.statePath(id), next);
       return next;
     });
   }
@@ -248,7 +248,7 @@ export class FileEpisodeStore implements EpisodeStore {
     await this.ensureLayout();
     await this.lock.withLock(async (guard) => {
       const file = this.historyPath(parsed.episode_id);
-      const existing = await readJsonFile(file, historyEntrySchema);
+      const existing = await this.read(file, historyEntrySchema);
       if (existing) {
         if (JSON.stringify(existing) === JSON.stringify(parsed)) return;
         throw new PipelineError(
@@ -258,20 +258,20 @@ export class FileEpisodeStore implements EpisodeStore {
       }
       await failpoint('completion.before-history');
       guard.assertHeld();
-      await writeJsonDurable(file, parsed);
+      await this.write(file, parsed);
       await failpoint('completion.after-history');
     });
   }
 
   async listHistory(filter: { weekId?: WeekId } = {}): Promise<HistoryEntry[]> {
     const dir = path.join(this.dataDir, 'history');
-    const names = await readdirOrEmpty(dir);
+    const names = await this.list(dir);
     const entries: HistoryEntry[] = [];
     for (const name of names.sort()) {
       if (!name.endsWith('.json')) continue;
       if (filter.weekId && !name.startsWith(`${filter.weekId}-`)) continue;
       const file = path.join(dir, name);
-      const entry = await readJsonFile(file, historyEntrySchema);
+      const entry = await this.read(file, historyEntrySchema);
       if (entry) entries.push(entry);
     }
     return entries.sort((a, b) => compareEpisodes(a, b));
@@ -283,8 +283,23 @@ export class FileEpisodeStore implements EpisodeStore {
 
   // ---- internals ----
 
+  // Every file access goes through these: a path must resolve inside the real data dir, so a symlink planted in it
+  // (index/weeks, episodes/<id>, state.json, ...) cannot lead a read or a write elsewhere.
+  private async read<S extends z.ZodType>(file: string, schema: S): Promise<z.output<S> | undefined> {
+    return readJsonFile(await assertInside(this.dataDir, file), schema);
+  }
+  private async write(file: string, value: unknown): Promise<void> {
+    await writeJsonDurable(await assertInside(this.dataDir, file), value);
+  }
+  private async mkdir(dir: string): Promise<void> {
+    await ensureDirDurable(await assertInside(this.dataDir, dir));
+  }
+  private async list(dir: string): Promise<string[]> {
+    return readdirOrEmpty(await assertInside(this.dataDir, dir));
+  }
+
   async listWeeks(): Promise<WeekId[]> {
-    const names = await readdirOrEmpty(path.join(this.dataDir, 'index', 'weeks'));
+    const names = await this.list(path.join(this.dataDir, 'index', 'weeks'));
     return names
       .filter((n) => n.endsWith('.json'))
       .map((n) => weekIdSchema.parse(n.slice(0, -'.json'.length)))
@@ -293,7 +308,7 @@ export class FileEpisodeStore implements EpisodeStore {
 
   async readWeekIndex(weekId: WeekId): Promise<WeekIndex> {
     const file = this.weekIndexPath(weekId);
-    const index = await readJsonFile(file, weekIndexSchema);
+    const index = await this.read(file, weekIndexSchema);
     if (!index) return { schema: 'week-index/v1', week_id: weekId, episodes: [] };
     if (index.week_id !== weekId) {
       throw new PipelineError(ErrorType.StoreCorrupt, `${file}: holds week ${index.week_id}`, { file });
@@ -303,7 +318,7 @@ export class FileEpisodeStore implements EpisodeStore {
 
   private async readKeyIndex(key: AllocationKey): Promise<KeyIndex | undefined> {
     const file = this.keyIndexPath(key);
-    const index = await readJsonFile(file, keyIndexSchema);
+    const index = await this.read(file, keyIndexSchema);
     if (index && index.allocation_key !== key) {
       throw new PipelineError(ErrorType.StoreCorrupt, `${file}: belongs to another allocation key`, { file });
     }
@@ -333,7 +348,7 @@ export class FileEpisodeStore implements EpisodeStore {
 
   private async ensureState(weekId: WeekId, entry: WeekIndexEntry, guard: LockGuard): Promise<void> {
     const file = this.statePath(entry.episode_id);
-    const state = await readJsonFile(file, episodeStateSchema);
+    const state = await this.read(file, episodeStateSchema);
     if (state) {
       this.checkIdentity(entry.episode_id, state, file);
       if (state.allocation_key !== entry.allocation_key) {
@@ -346,8 +361,8 @@ export class FileEpisodeStore implements EpisodeStore {
       return;
     }
     guard.assertHeld();
-    await ensureDirDurable(this.episodeDir(entry.episode_id));
-    await writeJsonDurable(file, stateFromEntry(weekId, entry));
+    await this.mkdir(this.episodeDir(entry.episode_id));
+    await this.write(file, stateFromEntry(weekId, entry));
   }
 
   private checkIdentity(id: EpisodeId, state: EpisodeState, file: string): void {
@@ -359,7 +374,7 @@ export class FileEpisodeStore implements EpisodeStore {
   private async ensureLayout(): Promise<void> {
     try {
       for (const dir of ['index/weeks', 'index/keys', 'episodes', 'history']) {
-        await ensureDirDurable(path.join(this.dataDir, dir));
+        await this.mkdir(path.join(this.dataDir, dir));
       }
     } catch (e) {
       if (e instanceof PipelineError) throw e;
