@@ -1,0 +1,43 @@
+/**
+ * One contending OS process: waits for a shared start instant, then allocates `count` new keys into one week through
+ * the activity's code path (`allocateEpisodeOn`), timing each. The store comes from the environment, as for a worker.
+ * Usage: node dist/bench/alloc-proc.js <startAtEpochMs> <count> <keyPrefix> <week>
+ * Prints one JSON object: { outcomes, latenciesMs, startedAt, endedAt } (epoch ms).
+ */
+import { allocateEpisodeOn } from '../src/activities/allocation';
+import { isPipelineError } from '../src/domain/errors';
+import { openStore } from '../src/store/open-store';
+import type { AllocOutcome } from '../test/helpers/alloc-client';
+
+export interface AllocProcReport {
+  outcomes: AllocOutcome[];
+  latenciesMs: number[];
+  startedAt: number;
+  endedAt: number;
+}
+
+async function main(): Promise<void> {
+  const [startAt, count, prefix, week] = process.argv.slice(2);
+  const store = openStore();
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(startAt) - Date.now())));
+  const report: AllocProcReport = { outcomes: [], latenciesMs: [], startedAt: Date.now(), endedAt: 0 };
+  for (let i = 0; i < Number(count); i++) {
+    const key = `${prefix}-${i}`;
+    const t0 = performance.now();
+    try {
+      const r = await allocateEpisodeOn(store, { allocationKey: key, weekId: week! }, { kind: 'test', note: prefix! });
+      report.outcomes.push({ key, week: week!, episodeId: r.episodeId, created: r.created });
+    } catch (e) {
+      report.outcomes.push({ key, week: week!, error: isPipelineError(e) ? e.type : String(e) });
+    }
+    report.latenciesMs.push(performance.now() - t0);
+  }
+  report.endedAt = Date.now();
+  await store.close();
+  process.stdout.write(JSON.stringify(report));
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

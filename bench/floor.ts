@@ -1,0 +1,42 @@
+/** The physical floor of one allocation: a single durable atomic write of a state-sized file, with raw fs calls. */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { parseEpisodeId } from '../src/domain/episode-id';
+import { fsyncDir, FILE_MODE } from '../src/store/durable-fs';
+import { initialState } from '../src/store/file-store';
+
+/** Exactly the bytes an allocation writes as the new episode's state.json. */
+export function stateSizedPayload(): string {
+  const { episodeId, weekId, sequence } = parseEpisodeId('2026-W32-3');
+  const state = initialState(
+    { episodeId, weekId, sequence },
+    'weekly-media-2026-08-03T09:00:00Z',
+    {
+      kind: 'workflow',
+      workflow_id: 'weekly-media-2026-08-03T09:00:00Z',
+      run_id: '0196a5c2-7d1e-7c4b-9a43-5e2d1f0c8b7a',
+      namespace: 'default',
+    },
+    '2026-08-03T09:00:01.234Z',
+  );
+  return JSON.stringify(state, null, 2) + '\n';
+}
+
+/** temp file, write, fsync, close, rename: the definition of the floor. */
+export async function floorWrite(dir: string, data: string): Promise<void> {
+  const tmp = path.join(dir, 'state.json.tmp');
+  const handle = await fs.open(tmp, 'w', FILE_MODE);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fs.rename(tmp, path.join(dir, 'state.json'));
+}
+
+/** The same plus an fsync of the directory, without which the rename itself may not survive power loss. */
+export async function floorWriteWithDirSync(dir: string, data: string): Promise<void> {
+  await floorWrite(dir, data);
+  await fsyncDir(dir);
+}

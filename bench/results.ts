@@ -1,0 +1,133 @@
+/**
+ * The results file, `bench/results/<timestamp>.json`: machine facts plus one row per measurement. The schema is shared
+ * by the writer and by the smoke test, so "well-formed" means one thing.
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { z } from 'zod';
+
+export const SECTIONS = ['allocation', 'contention', 'temporal', 'production'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+const finitePositive = z.number().finite().positive();
+
+/** A reported target: `value` against `limit` (lower is better). Reported, never asserted by tests. */
+export const targetSchema = z.strictObject({
+  name: z.string(),
+  value: finitePositive,
+  limit: finitePositive,
+  pass: z.boolean(),
+});
+export type Target = z.infer<typeof targetSchema>;
+
+/** A correctness check made during the run (e.g. sequences exactly 0..999): unlike targets, these must pass. */
+export const checkSchema = z.strictObject({ name: z.string(), pass: z.boolean(), detail: z.string() });
+export type Check = z.infer<typeof checkSchema>;
+
+export const rowSchema = z.discriminatedUnion('status', [
+  z.strictObject({
+    id: z.string(),
+    section: z.enum(SECTIONS),
+    label: z.string(),
+    status: z.literal('measured'),
+    /** Durations in ms, rates per second, memory in MiB; every number is finite and positive. */
+    metrics: z.record(z.string(), finitePositive),
+    targets: z.array(targetSchema),
+    checks: z.array(checkSchema),
+    notes: z.array(z.string()),
+  }),
+  z.strictObject({
+    id: z.string(),
+    section: z.enum(SECTIONS),
+    label: z.string(),
+    status: z.enum(['not-measured', 'failed']),
+    reason: z.string(),
+  }),
+]);
+export type Row = z.infer<typeof rowSchema>;
+export type MeasuredRow = Extract<Row, { status: 'measured' }>;
+
+export const machineSchema = z.strictObject({
+  hostname: z.string(),
+  cpu_model: z.string(),
+  cores: z.number().int().positive(),
+  memory_mib: z.number().positive(),
+  node: z.string(),
+  os: z.string(),
+  load_avg_start: z.array(z.number()),
+  load_avg_end: z.array(z.number()),
+  disk: z.strictObject({
+    path: z.string(),
+    device: z.string(),
+    fs_type: z.string(),
+    mount_options: z.string(),
+    rotational: z.boolean().nullable(),
+    model: z.string().nullable(),
+  }),
+});
+export type Machine = z.infer<typeof machineSchema>;
+
+export const configSchema = z.strictObject({
+  sizes: z.array(z.number().int().positive()),
+  allocation_rounds: z.number().int().positive(),
+  contention_processes: z.number().int().positive(),
+  contention_per_process: z.number().int().positive(),
+  temporal_latency_pairs: z.number().int().positive(),
+  temporal_backfill_runs: z.number().int().positive(),
+  production_episodes: z.number().int().positive(),
+  production_waiting: z.number().int().positive(),
+});
+export type BenchConfig = z.infer<typeof configSchema>;
+
+export const resultsSchema = z.strictObject({
+  schema: z.literal('bench-results/v1'),
+  mode: z.enum(['full', 'smoke']),
+  command: z.string(),
+  git_commit: z.string(),
+  git_dirty: z.boolean(),
+  started_at: z.iso.datetime(),
+  duration_s: finitePositive,
+  machine: machineSchema,
+  config: configSchema,
+  rows: z.array(rowSchema),
+  /** Where the time goes in the worst allocation ratio (see bench/profile.ts); absent when not profiled. */
+  profile: z
+    .strictObject({
+      row: z.string(),
+      allocations: z.number().int().positive(),
+      per_allocation_ms: z.record(z.string(), z.number().nonnegative().finite()),
+      calls_per_allocation: z.record(z.string(), z.number().nonnegative().finite()),
+    })
+    .nullable(),
+});
+export type BenchResults = z.infer<typeof resultsSchema>;
+
+export async function writeResults(dir: string, results: BenchResults): Promise<string> {
+  await fs.mkdir(dir, { recursive: true });
+  const file = path.join(dir, `${results.started_at.replace(/[:.]/g, '-')}.json`);
+  await fs.writeFile(file, JSON.stringify(resultsSchema.parse(results), null, 2) + '\n');
+  return file;
+}
+
+export function measured(
+  section: Section,
+  id: string,
+  label: string,
+  metrics: Record<string, number>,
+  extra: Partial<Pick<MeasuredRow, 'targets' | 'checks' | 'notes'>> = {},
+): MeasuredRow {
+  return {
+    id,
+    section,
+    label,
+    status: 'measured',
+    metrics,
+    targets: extra.targets ?? [],
+    checks: extra.checks ?? [],
+    notes: extra.notes ?? [],
+  };
+}
+
+export function target(name: string, value: number, limit: number): Target {
+  return { name, value, limit, pass: value <= limit };
+}
