@@ -27,7 +27,8 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
     .option('--data-dir <dir>', 'data directory of the file store (env EPISODES_DATA_DIR, default ./data)')
     .option('--store-url <url>', 'postgres:// URL of the shared PostgreSQL store (env EPISODES_STORE_URL)')
     .exitOverride()
-    .configureOutput({ outputError: (str, write) => write(str) })
+    // Commander quotes the offending argument verbatim: one line, no control characters, whatever it contained.
+    .configureOutput({ outputError: (str, write) => write(`${printable(oneLine(str))}\n`) })
     .showHelpAfterError(false);
   const ctx = new CliContext(program);
   registerAllocationCommands(program, ctx);
@@ -70,6 +71,11 @@ export async function main(argv: string[]): Promise<number> {
 function oneLine(e: unknown): string {
   const message = e instanceof Error ? e.message : String(e);
   return message.replace(/\s+/g, ' ').trim();
+}
+
+function printable(line: string): string {
+  // eslint-disable-next-line no-control-regex
+  return line.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '?');
 }
 
 if (require.main === module) {
