@@ -9,18 +9,16 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { historyEntryOf } from '../../src/activities/episode-lifecycle';
-import { createPaidStepActivities, type CompletedStep } from '../../src/activities/paid-steps';
 import { parseEpisodeId, type EpisodeId } from '../../src/domain/episode-id';
 import { isPipelineError } from '../../src/domain/errors';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor/simulator';
 import { runCli, snapshotTree } from '../fixtures/legacy-harness';
-import { spyingCredentials, startTestVendor } from '../helpers/deps';
+import { startTestVendor } from '../helpers/deps';
+import { coverStep } from './paid-step';
 
 const W32 = '2026-W32';
 const by = { kind: 'test', note: 'path-safety' } as const;
@@ -153,26 +151,18 @@ describe('path safety: symlinks planted in the data dir', function () {
     afterEach(() => vendor.close());
 
     it('episodes/<id>/media → outside: the artifact is not written there (StoreCorrupt); without the link it lands', async () => {
-      const acts = createPaidStepActivities({
-        store,
-        credentials: spyingCredentials(),
-        vendor: { baseUrl: new URL(vendor.url), timeoutMs: 2_000 },
-        budgetCents: 20_000,
-        pollIntervalMs: 20,
-      });
-      const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
-      const step = { episodeId: `${W32}-0`, step: 'cover' as const, round: 0 };
-      await env.run(acts.submitPaidStep, { ...step, spec: { style: 'calm' } });
+      const cover = coverStep(store, vendor, `${W32}-0`);
+      await cover.submit();
       await fs.mkdir(path.join(outside, 'media'));
       await fs.symlink(path.join(outside, 'media'), path.join(dataDir, 'episodes', `${W32}-0`, 'media'));
       outsideBefore = await snapshotTree(outside, { mtimes: true });
       await assert.rejects(
-        env.run(acts.awaitPaidStep, step),
+        cover.complete(),
         (e) => e instanceof ApplicationFailure && e.type === ErrorType.StoreCorrupt,
       );
       await assertOutsideUntouched();
       await fs.rm(path.join(dataDir, 'episodes', `${W32}-0`, 'media'));
-      const done = await env.run<[typeof step], CompletedStep, typeof acts.awaitPaidStep>(acts.awaitPaidStep, step);
+      const done = await cover.complete();
       const file = path.join(dataDir, 'episodes', `${W32}-0`, done.artifact.path);
       assert.equal((await fs.lstat(file)).isFile(), true);
     });
