@@ -4,6 +4,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import { createPaidStepActivities, type CompletedStep } from '../../src/activities/paid-steps';
 import type { EpisodeStore } from '../../src/store/episode-store';
 import type { VendorSimulator } from '../../src/vendor/simulator';
+import type { CredentialsLoader } from '../../src/vendor/credentials';
 import { spyingCredentials } from '../helpers/deps';
 
 export interface CoverStep {
@@ -13,10 +14,15 @@ export interface CoverStep {
   complete(): Promise<CompletedStep>;
 }
 
-export function coverStep(store: EpisodeStore, vendor: VendorSimulator, episodeId: string): CoverStep {
+export function coverStep(
+  store: EpisodeStore,
+  vendor: VendorSimulator,
+  episodeId: string,
+  credentials: CredentialsLoader = spyingCredentials(),
+): CoverStep {
   const acts = createPaidStepActivities({
     store,
-    credentials: spyingCredentials(),
+    credentials,
     vendor: { baseUrl: new URL(vendor.url), timeoutMs: 2_000 },
     budgetCents: 20_000,
     pollIntervalMs: 20,
