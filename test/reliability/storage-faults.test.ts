@@ -9,6 +9,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { toApplicationFailure } from '../../src/activities/failures';
 import { isPipelineError, PipelineError } from '../../src/domain/errors';
@@ -16,7 +17,9 @@ import { parseEpisodeId } from '../../src/domain/episode-id';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { runCli, snapshotTree } from '../fixtures/legacy-harness';
+import { startTestVendor } from '../helpers/deps';
 import { collect } from '../helpers/processes';
+import { coverStep } from '../security/paid-step';
 import { assertAllocationInvariants, assertOnlyWholeStoreFiles, listTree } from '../security/store-files';
 
 const NOBODY = 65534;
@@ -201,6 +204,39 @@ describe('storage faults', function () {
       assert.equal((await update()).approval?.notes, notes);
       assert.equal((await store.requireEpisode(id)).approval?.notes, notes);
       await assertOnlyWholeStoreFiles(dataDir);
+    });
+
+    it('a paid artifact that does not fit: retryable StorageFailure, no media or charge recorded; the retry pays once', async () => {
+      const vendor = await startTestVendor();
+      try {
+        const store = new FileEpisodeStore(dataDir);
+        const { episodeId } = await allocateEpisodeOn(store, { allocationKey: 'a', weekId: W32 }, by);
+        const id = parseEpisodeId(episodeId).episodeId;
+        const cover = coverStep(store, vendor, id);
+        await cover.submit();
+        const freeAll = await fillLeaving(0);
+        await assert.rejects(
+          cover.complete(),
+          (e) => e instanceof ApplicationFailure && e.type === ErrorType.StorageFailure && !e.nonRetryable,
+        );
+        const after = await store.requireEpisode(id);
+        assert.deepEqual([after.ledger, after.media], [[], {}], 'nothing recorded for an artifact not saved');
+        await assertOnlyWholeStoreFiles(dataDir, { media: true });
+        assert.equal(
+          (await listTree(dataDir)).some((e) => e.rel.includes('media') && e.kind === 'file'),
+          false,
+          'no media file, whole or partial',
+        );
+        await freeAll();
+        const done = await cover.complete(); // what Temporal's retry does
+        const saved = await fs.readFile(path.join(dataDir, 'episodes', id, done.artifact.path));
+        assert.equal(saved.length, done.artifact.bytes);
+        assert.equal((await store.requireEpisode(id)).ledger.length, 1);
+        assert.equal(vendor.billing().length, 1, 'the vendor charged once');
+        await assertOnlyWholeStoreFiles(dataDir, { media: true });
+      } finally {
+        await vendor.close();
+      }
     });
   });
 
