@@ -46,6 +46,8 @@ export interface WorkerProcessOptions {
   failpoints?: string;
   /** EPISODES_LOCK_STALE_MS: how soon a SIGKILLed holder's lock is taken over (default 10 s). */
   lockStaleMs?: number;
+  /** Anything else, e.g. the test-only switch that disables the lock, to show a test fails without it. */
+  extraEnv?: NodeJS.ProcessEnv;
 }
 
 export interface WorkerProcess {
@@ -75,6 +77,7 @@ export function startWorkerProcess(name: string, o: WorkerProcessOptions): Worke
     VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
     ...(o.failpoints ? { EPISODES_FAILPOINTS: o.failpoints } : {}),
     ...(o.lockStaleMs ? { EPISODES_LOCK_STALE_MS: String(o.lockStaleMs) } : {}),
+    ...o.extraEnv,
   });
   // spawnNode merges over process.env: blank what we removed so that it stays removed.
   for (const k of Object.keys(process.env)) if (!(k in env)) env[k] = '';
