@@ -5,33 +5,35 @@
  */
 import { runNode } from '../test/helpers/processes';
 import type { ProfileChildReport } from './profile-child';
-import type { BenchResults } from './results';
+import type { Profile } from './results';
 
 export async function profileAllocation(o: {
   rowId: string;
   dataDir: string;
   targetWeeks: string[];
   allocations: number;
-}): Promise<NonNullable<BenchResults['profile']>> {
+}): Promise<Profile> {
   const r = await runNode('bench/profile-child.js', [o.dataDir, String(o.allocations), JSON.stringify(o.targetWeeks)], {
     EPISODES_FAILPOINTS: '',
   });
   if (r.code !== 0) throw new Error(`profile child exited ${r.code}: ${r.stderr}`);
   const report = JSON.parse(r.stdout) as ProfileChildReport;
   const per = (x: number) => x / report.allocations;
-  const perAllocationMs: Record<string, number> = { total: per(report.totalMs) };
+  const parts: Record<string, number> = {};
   const calls: Record<string, number> = {};
   let inFs = 0;
   for (const [name, { ms, calls: n }] of Object.entries(report.ops)) {
-    perAllocationMs[name] = per(ms);
+    parts[name] = per(ms);
     calls[name] = per(n);
     inFs += ms;
   }
-  perAllocationMs['outside fs calls (JS, event loop)'] = Math.max(0, per(report.totalMs - inFs));
+  parts['outside fs calls (JS, event loop)'] = Math.max(0, per(report.totalMs - inFs));
   return {
     row: o.rowId,
-    allocations: report.allocations,
-    per_allocation_ms: perAllocationMs,
-    calls_per_allocation: calls,
+    what: 'wall time of each fs call of one allocation (bench/fs-trace.ts)',
+    samples: report.allocations,
+    total_ms: per(report.totalMs),
+    parts_ms: parts,
+    calls,
   };
 }

@@ -1,5 +1,5 @@
 /** The results as one Markdown table: readable in a terminal and pasted as is into docs/benchmarks.md. */
-import type { BenchResults, MeasuredRow, Row } from './results';
+import type { BenchResults, MeasuredRow, Profile, Row } from './results';
 
 /** Metrics shown in their own columns or not at all; the rest go to "other". */
 const OWN_COLUMNS = new Set(['n', 'p50_ms', 'p99_ms', 'mean_ms']);
@@ -67,21 +67,17 @@ export function describeMachine(results: BenchResults): string {
   ].join('\n');
 }
 
-export function renderProfile(results: BenchResults): string {
-  const p = results.profile;
-  if (!p) return '';
-  const total = p.per_allocation_ms.total ?? 0;
-  const lines = Object.entries(p.per_allocation_ms)
-    .filter(([k]) => k !== 'total')
+export function renderProfile(p: Profile): string {
+  const lines = Object.entries(p.parts_ms)
     .sort((a, b) => b[1] - a[1])
     .map(([k, ms]) => {
-      const calls = p.calls_per_allocation[k];
+      const calls = p.calls[k];
       return (
-        `  ${k.padEnd(34)} ${fmt(ms).padStart(7)} ms  ${((100 * ms) / total).toFixed(0).padStart(3)}%` +
+        `  ${k.padEnd(40)} ${fmt(ms).padStart(7)} ms  ${((100 * ms) / p.total_ms).toFixed(0).padStart(3)}%` +
         (calls === undefined ? '' : `  ${fmt(calls)} calls`)
       );
     });
-  return [`profile of ${p.row} (${p.allocations} allocations, mean ${fmt(total)} ms each):`, ...lines].join('\n');
+  return [`profile of ${p.row}: ${p.what}; mean of ${p.samples}, ${fmt(p.total_ms)} ms each`, ...lines].join('\n');
 }
 
 export function printTable(results: BenchResults): void {
@@ -91,6 +87,5 @@ export function printTable(results: BenchResults): void {
       `${results.duration_s.toFixed(0)} s\n${describeMachine(results)}\n`,
   );
   console.log(renderTable(results));
-  const profile = renderProfile(results);
-  if (profile) console.log(`\n${profile}`);
+  for (const p of results.profiles) console.log(`\n${renderProfile(p)}`);
 }

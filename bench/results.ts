@@ -79,6 +79,19 @@ export const configSchema = z.strictObject({
 });
 export type BenchConfig = z.infer<typeof configSchema>;
 
+const nonNegative = z.number().nonnegative().finite();
+
+/** Where the time of one row goes: the mean per sample of each part (and of its calls, where parts are calls). */
+export const profileSchema = z.strictObject({
+  row: z.string(),
+  what: z.string(),
+  samples: z.number().int().positive(),
+  total_ms: finitePositive,
+  parts_ms: z.record(z.string(), nonNegative),
+  calls: z.record(z.string(), nonNegative),
+});
+export type Profile = z.infer<typeof profileSchema>;
+
 export const resultsSchema = z.strictObject({
   schema: z.literal('bench-results/v1'),
   mode: z.enum(['full', 'smoke']),
@@ -90,15 +103,7 @@ export const resultsSchema = z.strictObject({
   machine: machineSchema,
   config: configSchema,
   rows: z.array(rowSchema),
-  /** Where the time goes in the worst allocation ratio (see bench/profile.ts); absent when not profiled. */
-  profile: z
-    .strictObject({
-      row: z.string(),
-      allocations: z.number().int().positive(),
-      per_allocation_ms: z.record(z.string(), z.number().nonnegative().finite()),
-      calls_per_allocation: z.record(z.string(), z.number().nonnegative().finite()),
-    })
-    .nullable(),
+  profiles: z.array(profileSchema),
 });
 export type BenchResults = z.infer<typeof resultsSchema>;
 

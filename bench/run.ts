@@ -21,7 +21,15 @@ import { gitFacts, machineFacts } from './machine';
 import { benchProduction } from './production';
 import { profileAllocation } from './profile';
 import { printTable } from './report';
-import { SECTIONS, writeResults, type BenchConfig, type BenchResults, type Row, type Section } from './results';
+import {
+  SECTIONS,
+  writeResults,
+  type BenchConfig,
+  type BenchResults,
+  type Profile,
+  type Row,
+  type Section,
+} from './results';
 import { benchTemporal } from './temporal';
 import { startTemporalContext, type TemporalContext } from './temporal-context';
 
@@ -79,7 +87,7 @@ async function main(): Promise<number> {
   const rows: Row[] = [];
   let temporalContext: Promise<TemporalContext> | undefined;
   const temporal = () => (temporalContext ??= startTemporalContext());
-  let profile: BenchResults['profile'] = null;
+  const profiles: Profile[] = [];
   const section = async (name: Section, fn: () => Promise<Row[]>) => {
     if (!wanted(name)) return;
     const started = Date.now();
@@ -118,7 +126,7 @@ async function main(): Promise<number> {
       const profileRows: Row[] = [];
       try {
         if (!values['no-profile'] && outcome.worstFile) {
-          profile = await profileAllocation({ ...outcome.worstFile, allocations: values.smoke ? 3 : 100 });
+          profiles.push(await profileAllocation({ ...outcome.worstFile, allocations: values.smoke ? 3 : 100 }));
         }
       } catch (e) {
         log(`profile failed: ${String(e)}`);
@@ -149,6 +157,7 @@ async function main(): Promise<number> {
         backfillRuns: config.temporal_backfill_runs,
         workDir: path.join(workDir, 'temporal'),
         log,
+        addProfile: (p) => profiles.push(p),
       }),
     );
     await section('production', async () =>
@@ -175,7 +184,7 @@ async function main(): Promise<number> {
     machine: machineFacts(os.tmpdir(), loadStart),
     config,
     rows,
-    profile,
+    profiles,
   };
   const file = await writeResults(values.out, results);
   printTable(results);

@@ -22,7 +22,8 @@ import type { weeklyEpisodeWorkflow } from '../src/workflows/weekly-episode';
 import { spawnNode } from '../test/helpers/processes';
 import { waitForScheduledRuns } from '../test/helpers/schedules';
 import { createFloorActivities } from './floor-activities';
-import { measured, target, type Row } from './results';
+import { historyProfile } from './history-phases';
+import { measured, target, type Profile, type Row } from './results';
 import { nowMs, summarize, timed, withTimeout } from './stats';
 import { blockWeek, waitForApprovalPoint, type TemporalContext } from './temporal-context';
 import type { floorWorkflow } from './workflows/floor';
@@ -36,6 +37,7 @@ export interface TemporalOptions {
   backfillRuns: number;
   workDir: string;
   log: (message: string) => void;
+  addProfile: (profile: Profile) => void;
 }
 
 export async function benchTemporal(ctx: TemporalContext, o: TemporalOptions): Promise<Row[]> {
@@ -56,7 +58,10 @@ async function latency(ctx: TemporalContext, o: TemporalOptions): Promise<Row[]>
     workflowBundle: ctx.bundle,
     activities: { ...createActivities(ctx.deps(store)), ...createFloorActivities() },
   });
-  const samples = { weekly: [] as number[], floor: [] as number[] };
+  const runs = {
+    weekly: [] as { workflowId: string; ms: number }[],
+    floor: [] as { workflowId: string; ms: number }[],
+  };
   const weekly = async (i: number) => {
     const result = await client.workflow.execute<typeof weeklyEpisodeWorkflow>('weeklyEpisodeWorkflow', {
       workflowId: `bench-weekly-${i}`,
@@ -74,18 +79,20 @@ async function latency(ctx: TemporalContext, o: TemporalOptions): Promise<Row[]>
       for (const which of order) {
         if (which === 'floor') {
           const { ms } = await timed(() => withTimeout(floor(i), 60_000, `floor workflow ${i}`));
-          if (i >= 0) samples.floor.push(ms);
+          if (i >= 0) runs.floor.push({ workflowId: `bench-floor-${i}`, ms });
         } else {
           const { ms, value: episodeId } = await timed(() => withTimeout(weekly(i), 60_000, `weekly run ${i}`));
-          if (i >= 0) samples.weekly.push(ms);
+          if (i >= 0) runs.weekly.push({ workflowId: `bench-weekly-${i}`, ms });
           // Not timed: let the production this run started park at approval before the next measurement.
           await waitForApprovalPoint(client, episodeId, 60_000);
         }
       }
     }
   });
-  const f = summarize(samples.floor);
-  const w = summarize(samples.weekly);
+  const f = summarize(runs.floor.map((r) => r.ms));
+  const w = summarize(runs.weekly.map((r) => r.ms));
+  o.addProfile(await historyProfile(client, 'temporal/latency/weekly', runs.weekly));
+  o.addProfile(await historyProfile(client, 'temporal/latency/floor', runs.floor));
   return [
     measured('temporal', 'temporal/latency/floor', 'floor workflow: one no-op activity, start to result', {
       n: f.n,

@@ -107,9 +107,13 @@ describe('bench --smoke', function () {
     }
   });
 
-  it('prints the table and the profile', () => {
+  it('prints the table and the profiles of the worst allocation ratio and of the weekly run', () => {
     assert.match(stdout, /\| section +\| row +\|/);
     assert.match(stdout, /profile of allocation\/file\//);
-    assert.ok(results.profile && results.profile.per_allocation_ms.total! > 0);
+    assert.deepEqual(
+      results.profiles.map((p) => p.row.split('/').slice(0, 2).join('/')),
+      ['allocation/file', 'temporal/latency', 'temporal/latency'],
+    );
+    for (const p of results.profiles) assert.ok(Object.keys(p.parts_ms).length > 1, p.row);
   });
 });
