@@ -299,10 +299,16 @@ export class FileEpisodeStore implements EpisodeStore {
   }
 
   async listWeeks(): Promise<WeekId[]> {
-    const names = await this.list(path.join(this.dataDir, 'index', 'weeks'));
+    const dir = path.join(this.dataDir, 'index', 'weeks');
+    const names = await this.list(dir);
     return names
       .filter((n) => n.endsWith('.json'))
-      .map((n) => weekIdSchema.parse(n.slice(0, -'.json'.length)))
+      .map((n) => {
+        const week = weekIdSchema.safeParse(n.slice(0, -'.json'.length));
+        if (week.success) return week.data;
+        const file = path.join(dir, n);
+        throw new PipelineError(ErrorType.StoreCorrupt, `${file}: not named after an ISO week`, { file });
+      })
       .sort();
   }
 
