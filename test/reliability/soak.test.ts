@@ -1,10 +1,11 @@
 /**
  * Concurrency soak: three worker processes sharing one data dir (one machine, so the file store's lock applies) run
  * 60 backfilled schedule slots in three ISO weeks plus a few triggers, all started together, with production and
- * approval for every run. One worker is SIGKILLed while it holds the pipeline lock, half-way through an allocation
- * (after the commit point, before the state file), and a replacement starts. Afterwards: per-week sequences contiguous
- * from 0, no duplicate ids, no lost run, one charge per step, billing = ledger, `episodes verify` clean.
- */
+ * approval for every run. Each of the three workers dies by SIGKILL at its 5th allocation, holding the pipeline lock
+ * half-way through it (after the commit point, before the state file), and is replaced by a fresh process at once.
+ * At most 4 allocations per worker complete before its death, so at least one dies within the first 13 allocations.
+ * Afterwards: per-week sequences contiguous from 0, no duplicate ids, no lost run, one charge per step, billing =
+ * ledger, `episodes verify` clean. */
 import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
@@ -39,12 +40,12 @@ const SLOT_MS = 10 * 60_000;
 /** New logical runs of the current week; a second apart, since Temporal names scheduled runs to the second. */
 const TRIGGERS = 3;
 const RUNS = WEEKS.length * SLOTS_PER_WEEK + TRIGGERS;
-/** The doomed worker dies at its 3rd allocation, holding the lock, after the commit point. */
-const KILL = 'allocation.index-written=kill@3';
+const WORKERS = 3;
+const KILL = 'allocation.index-written=kill@5';
 /** `RELIABILITY_PROOF_NO_LOCK=1`: workers run without the pipeline lock, to show this test then fails. */
 const WITHOUT_LOCK = process.env.RELIABILITY_PROOF_NO_LOCK === '1';
 
-describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, the lock holder SIGKILLed', function () {
+describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, lock holders SIGKILLed', function () {
   this.timeout(20 * 60_000);
   let env: TestWorkflowEnvironment;
   let vendor: VendorSimulator;
@@ -95,8 +96,23 @@ describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, the lock
       workers.push(w);
       return w;
     };
-    const doomed = worker('w0', KILL);
-    await Promise.all([doomed, worker('w1'), worker('w2')].map((w) => w.waitUntilPolling()));
+    const originals = Array.from({ length: WORKERS }, (_, i) => worker(`w${i}`, KILL));
+    await Promise.all(originals.map((w) => w.waitUntilPolling()));
+    const store = new FileEpisodeStore(dir);
+    // Whoever dies is replaced at once, so that three workers keep running.
+    const deaths: { name: string; signal: string; allocated: number }[] = [];
+    const replacements: Promise<void>[] = [];
+    for (const w of originals) {
+      void w.exited.then(({ code, signal }) => {
+        const replaced = (async () => {
+          const allocated = (await store.listEpisodes()).length;
+          deaths.push({ name: w.name, signal: signal ?? `exit ${code}`, allocated });
+          await worker(`${w.name}-replacement`).waitUntilPolling();
+        })();
+        replaced.catch(() => undefined); // awaited below
+        replacements.push(replaced);
+      });
+    }
 
     const schedule = await env.client.schedule.create(
       weeklyScheduleOptions({
@@ -108,7 +124,6 @@ describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, the lock
       }),
     );
     await schedule.pause('driven by backfill and trigger');
-    const store = new FileEpisodeStore(dir);
 
     // All started within seconds: one backfill request with the three weeks, then the triggers. Each schedule request
     // waits until the scheduler has started its runs: the dev server's scheduler (Server 1.32) silently drops a
@@ -138,17 +153,18 @@ describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, the lock
       await until(`triggered run ${i}`, async () => ((await count(after)) >= i ? true : undefined), 120_000);
     }
 
-    // The lock holder dies mid-soak; a replacement takes its place.
-    const death = await Promise.race([doomed.exited, sleep(5 * 60_000).then(() => undefined)]);
-    assert.equal(death?.signal, 'SIGKILL', `w0 did not die at ${KILL}:\n${doomed.output()}`);
-    const allocatedAtKill = (await store.listEpisodes()).length;
-    assert.ok(allocatedAtKill < RUNS, `killed mid-soak (${allocatedAtKill}/${RUNS} episodes allocated)`);
-    await worker('w3').waitUntilPolling();
-
     const runs = await waitForScheduledRuns(env.client, scheduleId, RUNS, 5 * 60_000).catch(async (e: Error) => {
       throw new Error(`${e.message}\n${await stillRunning(scheduleId)}`);
     });
     assert.equal(runs.length, RUNS, 'every backfilled slot and trigger ran');
+    // Every allocation is done: at least one worker must have died (pigeonhole), and only ever by the failpoint.
+    await Promise.all(replacements);
+    assert.ok(deaths.length >= 1, 'a lock holder was SIGKILLed');
+    assert.deepEqual(
+      deaths.filter((d) => d.signal !== 'SIGKILL'),
+      [],
+      'workers die only at the failpoint',
+    );
     const results = await Promise.all(
       runs.map((r) => env.client.workflow.getHandle<typeof weeklyEpisodeWorkflow>(r.workflowId, r.runId).result()),
     );
@@ -173,20 +189,18 @@ describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, the lock
       'every production completed',
     );
     // The killed allocation was retried elsewhere and returned the episode its first attempt had committed.
-    const retried = await until(
-      'allocation histories',
-      async () => {
-        let n = 0;
-        for (const r of runs) {
-          const history = await env.client.workflow.getHandle(r.workflowId, r.runId).fetchHistory();
-          const startedEvent = history.events?.find((e) => e.activityTaskStartedEventAttributes);
-          if ((startedEvent?.activityTaskStartedEventAttributes?.attempt ?? 1) > 1) n += 1;
-        }
-        return n;
-      },
-      60_000,
+    const allocations = await Promise.all(
+      runs.map(async (r) => {
+        const history = await env.client.workflow.getHandle(r.workflowId, r.runId).fetchHistory();
+        return history.events?.find((e) => e.activityTaskStartedEventAttributes)?.activityTaskStartedEventAttributes;
+      }),
     );
-    assert.ok(retried >= 1, 'the allocation that died with w0 was retried');
+    const retried = allocations.filter((a) => (a?.attempt ?? 1) > 1).length;
+    const byWorker = workers
+      .map((w) => `${w.name}:${allocations.filter((a) => a?.identity?.startsWith(`${w.child.pid}@`)).length}`)
+      .join(' ');
+    assert.ok(retried >= deaths.length, 'each allocation that died with its worker was retried');
+    assert.ok(byWorker.split(' ').filter((w) => !w.endsWith(':0')).length >= 2, `spread over workers: ${byWorker}`);
 
     const counts = await assertInvariants(dir, vendor, { keys: runs.map((r) => r.workflowId), allCompleted: true });
     assert.equal(counts.episodes, RUNS);
@@ -195,9 +209,10 @@ describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, the lock
       runs: RUNS,
       weeks: counts.weeks,
       workers: workers.length,
-      'SIGKILLs (lock holder)': 1,
-      'allocated at kill': allocatedAtKill,
+      'SIGKILLs (lock holders)': deaths.length,
+      'allocated at kill': deaths.map((d) => `${d.name}: ${d.allocated}`).join(', '),
       'allocations retried': retried,
+      'allocations per worker': byWorker,
       episodes: counts.episodes,
       completed: counts.completed,
       charges: counts.charges,
