@@ -62,7 +62,7 @@ export function describeMachine(results: BenchResults): string {
   return [
     `${m.cpu_model}, ${m.cores} cores, ${Math.round(m.memory_mib / 1024)} GiB RAM, Node ${m.node}, ${m.os}`,
     `disk: ${d.fs_type} (${d.mount_options}) on ${d.device}${d.model ? `, ${d.model}` : ''}` +
-      `${d.rotational === null ? '' : d.rotational ? ', rotational' : ', non-rotational'}; data under ${d.path}`,
+      `${d.rotational === null ? '' : `, queue/rotational=${d.rotational ? 1 : 0}`}; data under ${d.path}`,
     `load average (1/5/15 min): ${m.load_avg_start.join(' / ')} at start, ${m.load_avg_end.join(' / ')} at end`,
   ].join('\n');
 }
