@@ -7,9 +7,9 @@
 import { mkdirSync } from 'node:fs';
 import { FileEpisodeStore } from '../src/store/file-store';
 import { parseWeekId } from '../src/domain/week-id';
-import { runNode } from '../test/helpers/processes';
 import { allocationViolations } from '../test/store/contract';
 import type { AllocProcReport } from './alloc-proc';
+import { runNodeBounded } from './bounded-process';
 import { measured, type Row } from './results';
 import { summarize } from './stats';
 
@@ -27,11 +27,12 @@ export async function benchContention(o: ContentionOptions): Promise<Row[]> {
   // Late enough for every process to have loaded its modules: the race starts together.
   const startAt = Date.now() + 2_000;
   const runs = Array.from({ length: o.processes }, (_, p) =>
-    runNode('bench/alloc-proc.js', [String(startAt), String(o.perProcess), `race-p${p}`, WEEK], {
-      EPISODES_DATA_DIR: o.workDir,
-      EPISODES_STORE_URL: '',
-      EPISODES_FAILPOINTS: '',
-    }),
+    runNodeBounded(
+      'bench/alloc-proc.js',
+      [String(startAt), String(o.perProcess), `race-p${p}`, WEEK],
+      { EPISODES_DATA_DIR: o.workDir, EPISODES_STORE_URL: '', EPISODES_FAILPOINTS: '' },
+      600_000,
+    ),
   );
   const reports = (await Promise.all(runs)).map((r) => {
     if (r.code !== 0) throw new Error(`allocation process exited ${r.code}: ${r.stderr}`);

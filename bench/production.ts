@@ -9,7 +9,8 @@
  *
  * Memory: a worker process (`node dist/src/worker.js`) idle, then with N productions waiting for approval (VmRSS).
  */
-import { readFileSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../src/activities';
@@ -166,7 +167,11 @@ async function memory(ctx: TemporalContext, o: ProductionOptions): Promise<Row> 
         rss_waiting_mib: waiting,
         ...(perEpisodeKib > 0 ? { kib_per_waiting_episode: perEpisodeKib } : {}),
       },
-      { notes: ['VmRSS of `node dist/src/worker.js`, 1 s after the last episode parked; default workflow cache'] },
+      {
+        notes: [
+          'resident set size of `node dist/src/worker.js`, 1 s after the last episode parked; default workflow cache',
+        ],
+      },
     );
   } finally {
     await stopProcess(child);
@@ -192,8 +197,12 @@ async function startAndPark(ctx: TemporalContext, taskQueue: string, firstYear: 
   for (const r of results) await waitForApprovalPoint(client, r.episodeId, 300_000);
 }
 
+/** Resident set size in MiB: /proc on Linux, `ps` elsewhere. */
 function rssMib(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  if (kb === undefined) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(kb) / 1024;
+  const proc = existsSync(`/proc/${pid}/status`) ? readFileSync(`/proc/${pid}/status`, 'utf8') : '';
+  const kb =
+    /VmRSS:\s+(\d+) kB/.exec(proc)?.[1] ?? execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' });
+  const n = Number(kb.trim());
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`no resident set size for process ${pid}`);
+  return n / 1024;
 }

@@ -3,7 +3,7 @@
  * ratio with every fs call timed (bench/fs-trace.ts), and reports the mean per allocation of each call and of what is
  * left (JavaScript: zod, JSON, the lock library, and event-loop hops between calls).
  */
-import { runNode } from '../test/helpers/processes';
+import { runNodeBounded } from './bounded-process';
 import type { ProfileChildReport } from './profile-child';
 import type { Profile } from './results';
 
@@ -13,9 +13,12 @@ export async function profileAllocation(o: {
   targetWeeks: string[];
   allocations: number;
 }): Promise<Profile> {
-  const r = await runNode('bench/profile-child.js', [o.dataDir, String(o.allocations), JSON.stringify(o.targetWeeks)], {
-    EPISODES_FAILPOINTS: '',
-  });
+  const r = await runNodeBounded(
+    'bench/profile-child.js',
+    [o.dataDir, String(o.allocations), JSON.stringify(o.targetWeeks)],
+    { EPISODES_FAILPOINTS: '' },
+    300_000,
+  );
   if (r.code !== 0) throw new Error(`profile child exited ${r.code}: ${r.stderr}`);
   const report = JSON.parse(r.stdout) as ProfileChildReport;
   const per = (x: number) => x / report.allocations;

@@ -47,7 +47,7 @@ describe('bench --smoke', function () {
   it('writes a results file with machine facts and every row, each measured', () => {
     assert.equal(results.mode, 'smoke');
     assert.ok(results.machine.cores > 0 && results.machine.node.startsWith('v'));
-    assert.notEqual(results.machine.disk.fs_type, 'unknown');
+    assert.ok(results.machine.disk.device.length > 0 && results.machine.disk.path.length > 0);
     const ids = results.rows.map((r) => r.id);
     assert.deepEqual([...ids].sort(), expectedRows(results).sort());
     const unmeasured = results.rows.filter((r) => r.status !== 'measured');
