@@ -34,6 +34,7 @@ export function createLifecycleActivities(deps: { store: EpisodeStore }) {
     await store.updateEpisode(episodeId, (s) =>
       s.status === 'completed' ? s : { ...s, status: input.status, approval: input.approval ?? s.approval },
     );
+    await failpoint('progress.recorded');
   }
 
   async function completeEpisode(input: CompleteInput): Promise<HistoryEntry> {

@@ -29,6 +29,15 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
     return { id: episodeId, state: await ctx.getStore().requireEpisode(episodeId) };
   }
 
+  /** A decision is only taken while a cut waits for one; anything else would be a signal nobody reads. */
+  async function awaitingApproval(raw: string): Promise<{ id: EpisodeId; state: EpisodeState }> {
+    const found = await existing(raw);
+    if (found.state.status !== 'awaiting_approval') {
+      throw new PipelineError(ErrorType.InvalidState, `${found.id} is ${found.state.status}, not awaiting approval`);
+    }
+    return found;
+  }
+
   program
     .command('generate')
     .description('start production of an existing episode (video, cover, approval, assembly)')
@@ -58,7 +67,7 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
     .argument('<episode_id>')
     .option('--by <name>', 'who approves', os.userInfo().username)
     .action(async (raw: string, opts: { by: string }) => {
-      const { id } = await existing(raw);
+      const { id } = await awaitingApproval(raw);
       await signalProduction(await ctx.getClient(), id, (h) => h.signal(approveSignal, { by: opts.by }));
       console.log(`approval sent to ${productionWorkflowId(id)}`);
     });
@@ -71,7 +80,7 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
     .option('--by <name>', 'who asks', os.userInfo().username)
     .action(async (raw: string, opts: { notes: string; by: string }) => {
       const notes = parseNotes(opts.notes);
-      const { id } = await existing(raw);
+      const { id } = await awaitingApproval(raw);
       await signalProduction(await ctx.getClient(), id, (h) => h.signal(requestReworkSignal, { notes, by: opts.by }));
       console.log(`rework requested from ${productionWorkflowId(id)}`);
     });

@@ -51,11 +51,14 @@ export async function episodeProductionWorkflow(input: EpisodeProductionInput): 
   let decision: Decision | undefined;
   setHandler(statusQuery, () => status);
   // Only the first decision per approval round counts; later signals wait for the next round.
+  // Decisions count from the moment a cut is ready, before the store and the status query say so: an operator who
+  // reacts to either must never be ignored. Only the first decision of a round counts.
+  let approvalOpen = false;
   setHandler(approveSignal, (a) => {
-    if (status.phase === 'awaiting_approval') decision ??= { kind: 'approve', input: a };
+    if (approvalOpen) decision ??= { kind: 'approve', input: a };
   });
   setHandler(requestReworkSignal, (r) => {
-    if (status.phase === 'awaiting_approval') decision ??= { kind: 'rework', input: r };
+    if (approvalOpen) decision ??= { kind: 'rework', input: r };
   });
 
   const step = async (kind: PaidStep, round: number, spec: Record<string, unknown>): Promise<CompletedStep> => {
@@ -82,14 +85,15 @@ export async function episodeProductionWorkflow(input: EpisodeProductionInput): 
 
   for (;;) {
     decision = undefined;
+    approvalOpen = true;
     await recordProgress({
       episodeId,
       status: 'awaiting_approval',
       approval: { status: 'pending', by: null, at: null, notes: null },
     });
-    // Only now: an operator who sees this phase also finds the episode marked in the store.
     status.phase = 'awaiting_approval';
     const made = await awaitDecision(() => decision, input.approvalTimeout);
+    approvalOpen = false;
     if (!made) {
       status.phase = 'approval_expired';
       await recordProgress({

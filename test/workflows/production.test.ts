@@ -420,6 +420,23 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
     await assertLedgerEqualsBilling(id, ['video', 'cover', 'assembly']);
   });
 
+  it('an approval sent as soon as the store says awaiting_approval is never lost', async () => {
+    const id = await allocate('prompt-approval');
+    // A worker that lingers after marking the store, so the operator acts before the workflow's next task.
+    spawnNode('src/worker.js', [], { ...operatorEnv(), EPISODES_FAILPOINTS: 'progress.recorded=delay:3000' });
+    const h = await startProduction(id);
+    await until('the store says awaiting_approval', async () =>
+      (await store.requireEpisode(id)).status === 'awaiting_approval' ? true : undefined,
+    );
+    const early = await runCli(['approve', id, '--by', 'quick-editor'], operatorEnv());
+    assert.equal(early.code, 0, early.stderr);
+    const result = await h.result();
+    assert.equal(result.outcome === 'completed' && result.approvedBy, 'quick-editor');
+    const refused = await runCli(['approve', id], operatorEnv());
+    assert.equal(refused.code, 1, 'a completed episode is not awaiting approval');
+    assert.match(refused.stderr, /^episodes: InvalidState: /);
+  });
+
   it('an approval deadline that passes ends production clearly, with nothing assembled', async () => {
     const id = await allocate('deadline-run');
     await withWorker(async () => {
