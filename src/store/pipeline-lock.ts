@@ -3,6 +3,7 @@
  * Built on proper-lockfile (an atomic mkdir plus an mtime heartbeat): a holder killed with SIGKILL stops refreshing the
  * heartbeat, and the next contender takes the lock over once it is older than `staleMs`.
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as lockfile from 'proper-lockfile';
 import { PipelineError } from '../domain/errors';
@@ -62,16 +63,23 @@ export class PipelineLock {
 
   private async acquire(onCompromised: (err: Error) => void): Promise<() => Promise<void>> {
     const deadline = Date.now() + this.options.timeoutMs;
+    const stale = Math.max(2000, this.options.staleMs);
     for (let attempt = 0; ; attempt++) {
+      const takeover = takeoverSafeFs(this.lockPath, stale);
       try {
-        return await lockfile.lock(this.dataDir, {
+        const release = await lockfile.lock(this.dataDir, {
           lockfilePath: this.lockPath,
           realpath: false,
-          stale: Math.max(2000, this.options.staleMs),
+          stale,
           update: Math.max(1000, Math.floor(this.options.staleMs / 4)),
           retries: 0,
           onCompromised,
+          fs: takeover.fs,
         });
+        return () => {
+          takeover.releasing = true;
+          return release();
+        };
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') {
           throw new PipelineError(ErrorType.StorageFailure, `cannot take pipeline lock ${this.lockPath}: ${String(e)}`);
@@ -87,5 +95,62 @@ export class PipelineLock {
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
+  }
+}
+
+/**
+ * The fs proper-lockfile works through, with one change: its takeover of a stale lock (rmdir, then mkdir) removes the
+ * directory only under a second mkdir lock, `pipeline.lock.reclaim`, and only if it is still stale when looked at
+ * again there. Without that, two contenders that both judged the dead holder's lock stale can both end up holding it:
+ * the later rmdir removes the lock the earlier one has just created (proper-lockfile issue #121).
+ */
+function takeoverSafeFs(lockPath: string, staleMs: number): { fs: typeof fs; releasing: boolean } {
+  const takeover = {
+    releasing: false,
+    fs: {
+      ...fs,
+      rmdir(p: fs.PathLike, callback: (err: NodeJS.ErrnoException | null) => void): void {
+        if (takeover.releasing || path.resolve(String(p)) !== path.resolve(lockPath)) return fs.rmdir(p, callback);
+        void removeIfStillStale(lockPath, staleMs).then(
+          () => callback(null),
+          (e: NodeJS.ErrnoException) => callback(e),
+        );
+      },
+    } as typeof fs,
+  };
+  return takeover;
+}
+
+async function removeIfStillStale(lockPath: string, staleMs: number): Promise<void> {
+  const busy = () =>
+    Object.assign(new Error(`${lockPath} is being taken over by another process`), { code: 'ELOCKED' });
+  const mutex = `${lockPath}.reclaim`;
+  try {
+    await fs.promises.mkdir(mutex);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    // A process killed inside this short section left the mutex: it goes stale like the lock, then is removed.
+    if (((await age(mutex)) ?? 0) > staleMs) await fs.promises.rmdir(mutex).catch(() => undefined);
+    throw busy();
+  }
+  try {
+    // Gone already: nothing to remove (removing now could hit a new holder's lock). Fresh: someone holds it.
+    const lockAge = await age(lockPath);
+    if (lockAge === undefined) return;
+    if (lockAge <= staleMs) throw busy();
+    // Still the stale lock: only a takeover removes it, and takeovers take turns here.
+    await fs.promises.rmdir(lockPath);
+  } finally {
+    await fs.promises.rmdir(mutex).catch(() => undefined);
+  }
+}
+
+/** Milliseconds since the directory's mtime (the holder's heartbeat); undefined if it does not exist. */
+async function age(dir: string): Promise<number | undefined> {
+  try {
+    return Date.now() - (await fs.promises.stat(dir)).mtimeMs;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
   }
 }
