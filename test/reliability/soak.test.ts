@@ -79,6 +79,27 @@ describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, lock hol
     return lines.join('\n') || '(none running)';
   }
 
+  /** For a failure message: who claims each duplicated id, what the store says, and what the workers logged. */
+  async function explain(episodeIds: string[]): Promise<string> {
+    const store = new FileEpisodeStore(dir);
+    const lines: string[] = [];
+    for (const id of new Set(episodeIds)) {
+      const week = id.replace(/-\d+$/, '');
+      const index = await fs.readFile(path.join(dir, 'index', 'weeks', `${week}.json`), 'utf8').catch(String);
+      const state = await fs.readFile(path.join(dir, 'episodes', id, 'state.json'), 'utf8').catch(String);
+      lines.push(`${id}: week index ${index}\nstate ${state.slice(0, 600)}`);
+    }
+    lines.push(`episodes: ${(await store.listEpisodes()).map((e) => `${e.episode_id}=${e.allocation_key}`).join(' ')}`);
+    for (const w of workers) {
+      const notable = w
+        .output()
+        .split('\n')
+        .filter((l) => /lock|compromised|corrupt/i.test(l));
+      lines.push(`${w.name} (pid ${w.child.pid}): ${notable.slice(0, 20).join('\n  ')}`);
+    }
+    return lines.join('\n');
+  }
+
   it('every run gets exactly one episode, sequences are contiguous per week, nothing is paid twice', async () => {
     const started = Date.now();
     const taskQueue = uniqueTaskQueue('soak');
@@ -173,7 +194,9 @@ describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, lock hol
       runs.map((r) => r.workflowId),
     );
     const ids = results.map((r) => r.episodeId);
-    assert.equal(new Set(ids).size, RUNS, 'no duplicate episode ids');
+    if (new Set(ids).size !== RUNS) {
+      assert.fail(`duplicate episode ids: ${await explain(ids.filter((id, i) => ids.indexOf(id) !== i))}`);
+    }
     for (const { week } of WEEKS) {
       const seqs = results
         .filter((r) => r.weekId === week)
