@@ -39,6 +39,10 @@ const POINTS = [
   'submission.reference-saved',
   'submission.artifact-downloaded',
   'submission.ledger-written',
+  // Production bookkeeping: the 2nd record is "awaiting approval" (stored, the workflow not told yet), the 3rd the
+  // approval itself.
+  'progress.recorded@2',
+  'progress.recorded@3',
   // The third submission is the assembly, after approval: the paid path once an operator has acted.
   'submission.accepted@3',
   'completion.state-written',
