@@ -14,6 +14,7 @@ let pending = delayMs > 0;
 function delayThis(p: unknown): boolean {
   if (!pending || typeof p !== 'string' || path.basename(p) !== 'pipeline.lock') return false;
   pending = false;
+  process.stderr.write(`slow-lock-removal: delaying the removal of ${p} by ${delayMs} ms\n`); // the test checks it
   return true;
 }
 

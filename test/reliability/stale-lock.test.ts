@@ -50,11 +50,12 @@ describe("a dead holder's lock taken over by several processes at once", functio
       });
     const runs = await Promise.all([
       contender('slow-remover', startAt, {
-        NODE_OPTIONS: `--require ${path.join(__dirname, 'slow-lock-removal-preload.js')}`,
+        NODE_OPTIONS: `--require "${path.join(__dirname, 'slow-lock-removal-preload.js')}"`,
         RELIABILITY_SLOW_LOCK_RMDIR_MS: '1500',
       }),
       contender('slow-committer', startAt + 300, { EPISODES_FAILPOINTS: 'allocation.decided=delay:1500' }),
     ]);
+    assert.match(runs[0].stderr, /slow-lock-removal: delaying/, 'the slow contender really judged the lock stale');
     const ids = runs.flatMap((r) => {
       assert.equal(r.code, 0, r.stderr);
       return (JSON.parse(r.stdout) as AllocOutcome[]).map((o) => ('episodeId' in o ? o.episodeId : `error ${o.error}`));
