@@ -4,7 +4,7 @@
  * nothing paid twice" that every fault scenario must end in.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -15,7 +15,7 @@ import type { VerifyReport } from '../../src/verify/verify-store';
 import type { EpisodeProductionResult } from '../../src/workflows/episode-production';
 import { approveSignal, statusQuery } from '../../src/workflows/messages';
 import { WORKFLOW_TEST_API_KEY } from '../helpers/deps';
-import { runCli, spawnNode } from '../helpers/processes';
+import { DIST_ROOT, runCli } from '../helpers/processes';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -79,9 +79,10 @@ export function startWorkerProcess(name: string, o: WorkerProcessOptions): Worke
     ...(o.lockStaleMs ? { EPISODES_LOCK_STALE_MS: String(o.lockStaleMs) } : {}),
     ...o.extraEnv,
   });
-  // spawnNode merges over process.env: blank what we removed so that it stays removed.
-  for (const k of Object.keys(process.env)) if (!(k in env)) env[k] = '';
-  const child = spawnNode('src/worker.js', [], env);
+  const child = spawn(process.execPath, [path.join(DIST_ROOT, 'src', 'worker.js')], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
