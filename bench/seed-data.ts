@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { formatEpisodeId, type EpisodeId } from '../src/domain/episode-id';
 import type { EpisodeState, HistoryEntry } from '../src/domain/episode-state';
 import { isoWeekOfDate, type WeekId } from '../src/domain/week-id';
-import { initialState } from '../src/store/file-store';
+import { initialState } from '../src/domain/episode-state';
 
 /** Monday 2026-08-03, ISO week 2026-W32. */
 const NEWEST_MONDAY_UTC = Date.UTC(2026, 7, 3);

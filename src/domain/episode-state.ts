@@ -3,7 +3,7 @@
  * `StoreCorrupt` error naming it, never a silent default.
  */
 import { z } from 'zod';
-import { parseEpisodeId } from './episode-id';
+import { parseEpisodeId, type EpisodeIdentity } from './episode-id';
 import { parseWeekId } from './week-id';
 
 const isoInstant = z.iso.datetime({ offset: true });
@@ -141,4 +141,28 @@ export type HistoryEntry = z.infer<typeof historyEntrySchema>;
 
 export function stepKey(step: PaidStep, round: number): string {
   return `${step}-r${round}`;
+}
+
+/** The state of a freshly allocated episode: identity, key, provenance, nothing produced yet. */
+export function initialState(
+  identity: EpisodeIdentity,
+  allocationKey: string | null,
+  allocatedBy: AllocatedBy,
+  createdAt: string,
+): EpisodeState {
+  return {
+    schema: 'episode-state/v1',
+    episode_id: identity.episodeId,
+    week_id: identity.weekId,
+    sequence: identity.sequence,
+    allocation_key: allocationKey,
+    allocated_by: allocatedBy,
+    created_at: createdAt,
+    status: 'allocated',
+    steps: {},
+    ledger: [],
+    approval: null,
+    media: {},
+    completed_at: null,
+  };
 }

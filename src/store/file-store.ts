@@ -25,6 +25,7 @@ import {
   episodeIdSchema,
   episodeStateSchema,
   historyEntrySchema,
+  initialState,
   weekIdSchema,
   type AllocatedBy,
   type EpisodeState,
@@ -71,29 +72,6 @@ export function defaultDataDir(): string {
 
 export function cliAllocatedBy(): AllocatedBy {
   return { kind: 'cli', hostname: os.hostname(), pid: process.pid, user: os.userInfo().username };
-}
-
-export function initialState(
-  identity: { episodeId: EpisodeId; weekId: WeekId; sequence: number },
-  allocationKey: string | null,
-  allocatedBy: AllocatedBy,
-  createdAt: string,
-): EpisodeState {
-  return {
-    schema: 'episode-state/v1',
-    episode_id: identity.episodeId,
-    week_id: identity.weekId,
-    sequence: identity.sequence,
-    allocation_key: allocationKey,
-    allocated_by: allocatedBy,
-    created_at: createdAt,
-    status: 'allocated',
-    steps: {},
-    ledger: [],
-    approval: null,
-    media: {},
-    completed_at: null,
-  };
 }
 
 export class FileEpisodeStore implements EpisodeStore {

@@ -20,13 +20,18 @@ import { DatabaseError, Pool, type PoolClient, type QueryResult, type QueryResul
 import { z } from 'zod';
 import { decideAllocation, type StoredEpisodeRef } from '../domain/allocation';
 import type { EpisodeId } from '../domain/episode-id';
-import { episodeStateSchema, historyEntrySchema, type EpisodeState, type HistoryEntry } from '../domain/episode-state';
+import {
+  episodeStateSchema,
+  historyEntrySchema,
+  initialState,
+  type EpisodeState,
+  type HistoryEntry,
+} from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
-import { initialState } from './file-store';
 import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './postgres-migrations';
 

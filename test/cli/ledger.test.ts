@@ -3,7 +3,7 @@ import { buildLedgerView, ledgerDiscrepancies } from '../../src/cli/ledger-comma
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState } from '../../src/domain/episode-state';
-import { initialState } from '../../src/store/file-store';
+import { initialState } from '../../src/domain/episode-state';
 import type { Charge } from '../../src/vendor/api';
 
 const id = parseEpisodeId('2026-W32-0');

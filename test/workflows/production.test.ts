@@ -124,6 +124,14 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
     });
   }
 
+  /** Runs a production to its end (for the cases that fail or expire without an operator). */
+  const runProduction = (id: string, input: { approvalTimeout?: string } = {}) =>
+    env.client.workflow.execute(episodeProductionWorkflow, {
+      workflowId: `episode-${id}`,
+      taskQueue,
+      args: [{ episodeId: id, ...input }],
+    });
+
   const awaitingApproval = (h: WorkflowHandle<typeof episodeProductionWorkflow>, reworkRound = 0) =>
     until('awaiting approval', async () => {
       const s = await h.query(statusQuery);
@@ -284,14 +292,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
           }),
           (e) => rootType(e) === ErrorType.EpisodeNotFound,
         );
-        await assert.rejects(
-          env.client.workflow.execute(episodeProductionWorkflow, {
-            workflowId: `episode-${unknown}`,
-            taskQueue,
-            args: [{ episodeId: unknown }],
-          }),
-          (e) => rootType(e) === ErrorType.EpisodeNotFound,
-        );
+        await assert.rejects(runProduction(unknown), (e) => rootType(e) === ErrorType.EpisodeNotFound);
       });
       assert.equal(creds.loads, 0);
       assert.deepEqual(vendor.requests(), []);
@@ -440,11 +441,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
   it('an approval deadline that passes ends production clearly, with nothing assembled', async () => {
     const id = await allocate('deadline-run');
     await withWorker(async () => {
-      const result = await env.client.workflow.execute(episodeProductionWorkflow, {
-        workflowId: `episode-${id}`,
-        taskQueue,
-        args: [{ episodeId: id, approvalTimeout: '2 seconds' }],
-      });
+      const result = await runProduction(id, { approvalTimeout: '2 seconds' });
       assert.deepEqual(result, { outcome: 'approval_expired', episodeId: id });
     });
     const state = await store.requireEpisode(id);
@@ -458,14 +455,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
     const id = await allocate('budget-run');
     await withWorker(
       async () => {
-        await assert.rejects(
-          env.client.workflow.execute(episodeProductionWorkflow, {
-            workflowId: `episode-${id}`,
-            taskQueue,
-            args: [{ episodeId: id }],
-          }),
-          (e) => rootType(e) === ErrorType.BudgetExceeded,
-        );
+        await assert.rejects(runProduction(id), (e) => rootType(e) === ErrorType.BudgetExceeded);
       },
       { budgetCents: 250 },
     );
