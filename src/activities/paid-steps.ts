@@ -200,7 +200,7 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
       bytes: artifact.bytes.length,
     };
     // A symlink planted in the episode's directory must not carry the artifact elsewhere.
-    const file = await assertInside(store.mediaDir(id), path.join(store.mediaDir(id), media.path));
+    const file = assertInside(store.mediaDir(id), path.join(store.mediaDir(id), media.path));
     await ensureDirDurable(path.dirname(file));
     await writeFileDurable(file, artifact.bytes);
     await failpoint('submission.artifact-downloaded');

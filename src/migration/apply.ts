@@ -74,7 +74,7 @@ async function applyWeek(
   }
   if (pending.move) {
     // A rename on one filesystem: the media files keep their inodes and bytes; nothing is copied or rewritten.
-    if (await exists(week.targetDir)) {
+    if (exists(week.targetDir)) {
       throw new PipelineError(ErrorType.StoreCorrupt, `${week.targetDir} appeared during the migration`);
     }
     guard.assertHeld();
@@ -97,7 +97,7 @@ async function applyWeek(
   }
   if (pending.index) {
     await ensureDirDurable(path.dirname(store.weekIndexPath(week.fromId)));
-    const index = await store.readWeekIndex(week.fromId);
+    const index = store.readWeekIndex(week.fromId);
     const episodes = [...index.episodes.filter((e) => e.episode_id !== episodeId), mapped.indexEntry];
     guard.assertHeld();
     await writeJsonDurable(store.weekIndexPath(week.fromId), {

@@ -1,9 +1,14 @@
 /**
  * Durable file primitives. Every write is temp file + fsync + rename followed by an fsync of the directory, so a crash
  * or a full disk leaves either the old or the new file, never a torn one, and the rename survives power loss.
+ *
+ * Only the calls that wait for the device (fsync, and writes of large files) run on libuv's thread pool. The rest
+ * (open, small writes, rename, stat, realpath, reading small JSON) are synchronous: each is a few microseconds of
+ * kernel work, while a trip through the thread pool costs tens of microseconds, and a store operation makes dozens of
+ * them (the same reasoning as better-sqlite3's synchronous API). The event loop is never held for a device flush.
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fs, constants as fsConstants } from 'node:fs';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { z } from 'zod';
 import { PipelineError, isPipelineError } from '../domain/errors';
@@ -14,12 +19,23 @@ import { ErrorType } from '../shared';
 export const FILE_MODE = 0o600;
 export const DIR_MODE = 0o700;
 
+/** Writes up to this size are made synchronously; larger ones (media) go through the thread pool. */
+const SYNC_WRITE_LIMIT = 256 * 1024;
+
+function fsyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fsync(fd, (e) => (e ? reject(e) : resolve())));
+}
+
+function writeFd(fd: number, bytes: Buffer, at: number, length: number): Promise<number> {
+  return new Promise((resolve, reject) => fs.write(fd, bytes, at, length, at, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
 export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, fsConstants.O_RDONLY);
+  const fd = fs.openSync(dir, fs.constants.O_RDONLY);
   try {
-    await handle.sync();
+    await fsyncFd(fd);
   } finally {
-    await handle.close();
+    fs.closeSync(fd);
   }
 }
 
@@ -28,19 +44,16 @@ export async function ensureDirDurable(dir: string): Promise<void> {
   try {
     const missing: string[] = [];
     for (let d = path.resolve(dir); ; d = path.dirname(d)) {
-      try {
-        await fs.stat(d);
-        break;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-        missing.unshift(d);
-        if (path.dirname(d) === d) break;
-      }
+      if (fs.statSync(d, { throwIfNoEntry: false })) break;
+      missing.unshift(d);
+      if (path.dirname(d) === d) break;
     }
     for (const d of missing) {
-      await fs.mkdir(d, { mode: DIR_MODE }).catch((e: NodeJS.ErrnoException) => {
-        if (e.code !== 'EEXIST') throw e;
-      });
+      try {
+        fs.mkdirSync(d, { mode: DIR_MODE });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
       await fsyncDir(path.dirname(d));
     }
   } catch (e) {
@@ -54,39 +67,107 @@ export async function ensureDirDurable(dir: string): Promise<void> {
  * short write, and a full disk then renamed a truncated file over the good one.
  */
 export async function writeFileDurable(file: string, data: string | Buffer): Promise<void> {
+  const staged = await stageFile(file, data);
+  await staged.flush();
+  await staged.commit();
+}
+
+/**
+ * A durable write in two halves, so that several files can be flushed together and then committed in a chosen order:
+ * `stageFile` writes every byte to a temp file (beside the target, or at `tempPrefix`, which must be on the same file
+ * system); `flush` fsyncs it; `commit` renames it over the target and, unless told otherwise, fsyncs the target's
+ * directory. Any failure removes the temp file and leaves the target untouched; `discard` does the same on purpose.
+ */
+export interface StagedFile {
+  readonly file: string;
+  flush(): Promise<void>;
+  commit(options?: { syncDir?: boolean }): Promise<void>;
+  discard(): Promise<void>;
+}
+
+export async function stageFile(file: string, data: string | Buffer, tempPrefix: string = file): Promise<StagedFile> {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-  const temp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
-  let handle: fs.FileHandle | undefined;
-  try {
-    handle = await fs.open(temp, 'wx', FILE_MODE);
-    await handle.chmod(FILE_MODE); // exact, whatever the umask
-    const half = bytes.length >> 1;
-    await writeAll(handle, bytes, 0, half);
-    await failpoint('fs.write'); // a disk that fails half-way through a file
-    await writeAll(handle, bytes, half, bytes.length);
-    await handle.sync();
-    await handle.close();
-    handle = undefined;
-    await fs.rename(temp, file);
-    await fsyncDir(path.dirname(file));
-  } catch (e) {
-    await handle?.close().catch(() => undefined);
-    await fs.rm(temp, { force: true }).catch(() => undefined);
+  const temp = `${tempPrefix}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
+  let fd: number | undefined;
+  let settled = false; // renamed into place, or removed
+  const discard = (): Promise<void> => {
+    if (settled) return Promise.resolve();
+    settled = true;
+    closeQuietly(fd);
+    fd = undefined;
+    try {
+      fs.rmSync(temp, { force: true });
+    } catch {
+      // Best effort: a leftover `.tmp` is never read.
+    }
+    return Promise.resolve();
+  };
+  const fail = async (e: unknown): Promise<never> => {
+    await discard();
     throw storageError(`cannot write ${file}`, e);
+  };
+  try {
+    fd = fs.openSync(temp, 'wx', FILE_MODE);
+    fs.fchmodSync(fd, FILE_MODE); // exact, whatever the umask
+    const half = bytes.length >> 1;
+    await writeAll(fd, bytes, 0, half);
+    await failpoint('fs.write'); // a disk that fails half-way through a file
+    await writeAll(fd, bytes, half, bytes.length);
+  } catch (e) {
+    return fail(e);
+  }
+  return {
+    file,
+    async flush() {
+      try {
+        if (fd === undefined) return;
+        await fsyncFd(fd);
+        fs.closeSync(fd);
+        fd = undefined;
+      } catch (e) {
+        await fail(e);
+      }
+    },
+    async commit({ syncDir = true } = {}) {
+      try {
+        if (fd !== undefined || settled) throw new Error(`${temp}: committed before it was flushed, or twice`);
+        fs.renameSync(temp, file);
+        settled = true;
+        if (syncDir) await fsyncDir(path.dirname(file));
+      } catch (e) {
+        await fail(e);
+      }
+    },
+    discard,
+  };
+}
+
+function closeQuietly(fd: number | undefined): void {
+  if (fd === undefined) return;
+  try {
+    fs.closeSync(fd);
+  } catch {
+    // Already failing: the close error adds nothing.
   }
 }
 
 /** Writes bytes [from, to) at their offsets; a short write continues, so a full disk ends in ENOSPC, not a torn file. */
-async function writeAll(handle: fs.FileHandle, bytes: Buffer, from: number, to: number): Promise<void> {
+async function writeAll(fd: number, bytes: Buffer, from: number, to: number): Promise<void> {
+  const sync = bytes.length <= SYNC_WRITE_LIMIT;
   for (let at = from; at < to;) {
-    const { bytesWritten } = await handle.write(bytes, at, to - at, at);
-    if (bytesWritten <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
-    at += bytesWritten;
+    const written = sync ? fs.writeSync(fd, bytes, at, to - at, at) : await writeFd(fd, bytes, at, to - at);
+    if (written <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
+    at += written;
   }
 }
 
+/** How every JSON file of the stores is laid out. */
+export function jsonText(value: unknown): string {
+  return JSON.stringify(value, null, 2) + '\n';
+}
+
 export async function writeJsonDurable(file: string, value: unknown): Promise<void> {
-  await writeFileDurable(file, JSON.stringify(value, null, 2) + '\n');
+  await writeFileDurable(file, jsonText(value));
 }
 
 export function storageError(what: string, cause: unknown): PipelineError {
@@ -103,10 +184,10 @@ export function storageError(what: string, cause: unknown): PipelineError {
  * Reads and validates a JSON file. Returns `undefined` only when the file does not exist; a file that exists but is
  * not valid JSON or does not match the schema is `StoreCorrupt`, naming the file.
  */
-export async function readJsonFile<S extends z.ZodType>(file: string, schema: S): Promise<z.output<S> | undefined> {
+export function readJsonFile<S extends z.ZodType>(file: string, schema: S): z.output<S> | undefined {
   let text: string;
   try {
-    text = await fs.readFile(file, 'utf8');
+    text = fs.readFileSync(file, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw storageError(`cannot read ${file}`, e);
@@ -138,9 +219,9 @@ export function parseJsonText<S extends z.ZodType>(file: string, text: string, s
  * `p`, once it is known to resolve (through every symlink on the way) to `root` or below it, compared as real paths.
  * A path that leaves, or runs into a dangling symlink, is StoreCorrupt naming it: nothing may be read or written there.
  */
-export async function assertInside(root: string, p: string): Promise<string> {
-  const realRoot = (await realPathSoFar(root)) ?? path.resolve(root);
-  const real = await realPathSoFar(p);
+export function assertInside(root: string, p: string, knownRealRoot?: string): string {
+  const realRoot = knownRealRoot ?? realPathSoFar(root) ?? path.resolve(root);
+  const real = realPathSoFar(p);
   const rel = real === null ? null : path.relative(realRoot, real);
   if (rel !== null && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel)) return p;
   throw new PipelineError(
@@ -150,18 +231,38 @@ export async function assertInside(root: string, p: string): Promise<string> {
   );
 }
 
+/**
+ * `assertInside` for one root whose real path is looked up once, as soon as the root exists, instead of on every
+ * access. A root later moved and replaced by a symlink then fails every check (StoreCorrupt), never passes a wrong one.
+ */
+export class InsideGuard {
+  private realRoot: string | undefined;
+  constructor(readonly root: string) {}
+
+  check(p: string): string {
+    if (this.realRoot === undefined) {
+      try {
+        this.realRoot = fs.realpathSync.native(this.root);
+      } catch {
+        // Not there yet: checked against the resolved path until it is.
+      }
+    }
+    return assertInside(this.root, p, this.realRoot);
+  }
+}
+
 /** The real path of the longest existing prefix of `p`, plus the rest as is; null if it runs into a dangling symlink. */
-async function realPathSoFar(p: string): Promise<string | null> {
+function realPathSoFar(p: string): string | null {
   const rest: string[] = [];
   let appeared = 0;
   for (let d = path.resolve(p); ;) {
     try {
-      return path.join(await fs.realpath(d), ...rest);
+      return path.join(fs.realpathSync.native(d), ...rest);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d || appeared > 3) {
         throw storageError(`cannot resolve ${p}`, e);
       }
-      const st = await fs.lstat(d).catch(() => undefined);
+      const st = fs.lstatSync(d, { throwIfNoEntry: false });
       if (st?.isSymbolicLink()) return null; // there, yet does not resolve: a dangling symlink
       if (st) {
         appeared++; // created by another process since realpath looked: look again
@@ -173,12 +274,7 @@ async function realPathSoFar(p: string): Promise<string | null> {
   }
 }
 
-export async function exists(p: string): Promise<boolean> {
-  try {
-    await fs.lstat(p);
-    return true;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw e;
-  }
+/** Whether anything (a symlink included) is there. */
+export function exists(p: string): boolean {
+  return fs.lstatSync(p, { throwIfNoEntry: false }) !== undefined;
 }

@@ -13,7 +13,7 @@
  * crashed allocation and is ignored, and a committed entry without a state file is rolled forward.
  */
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { mkdirSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -35,7 +35,19 @@ import { PipelineError } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
-import { assertInside, ensureDirDurable, exists, readJsonFile, storageError, writeJsonDurable } from './durable-fs';
+import {
+  DIR_MODE,
+  InsideGuard,
+  ensureDirDurable,
+  exists,
+  fsyncDir,
+  jsonText,
+  readJsonFile,
+  stageFile,
+  storageError,
+  writeJsonDurable,
+  type StagedFile,
+} from './durable-fs';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { DEFAULT_LOCK_OPTIONS, PipelineLock, type LockGuard, type LockOptions } from './pipeline-lock';
 
@@ -77,10 +89,13 @@ export function cliAllocatedBy(): AllocatedBy {
 export class FileEpisodeStore implements EpisodeStore {
   readonly dataDir: string;
   readonly lock: PipelineLock;
+  private readonly guard: InsideGuard;
+  private layoutReady = false;
 
   constructor(dataDir: string = defaultDataDir(), lockOptions: LockOptions = DEFAULT_LOCK_OPTIONS) {
     this.dataDir = path.resolve(dataDir);
     this.lock = new PipelineLock(this.dataDir, lockOptions);
+    this.guard = new InsideGuard(this.dataDir);
   }
 
   get description(): string {
@@ -112,9 +127,9 @@ export class FileEpisodeStore implements EpisodeStore {
     await this.ensureLayout();
     return this.lock.withLock(async (guard) => {
       const { allocationKey: key, weekId } = request;
-      const weekIndex = await this.readWeekIndex(weekId);
-      const keyIndex = await this.readKeyIndex(key);
-      const keyMatches = await this.committedKeyMatches(key, keyIndex, weekIndex);
+      const weekIndex = this.readWeekIndex(weekId);
+      const keyIndex = this.readKeyIndex(key);
+      const keyMatches = this.committedKeyMatches(key, keyIndex, weekIndex);
       const decision = decideAllocation({
         key,
         weekId,
@@ -138,7 +153,7 @@ export class FileEpisodeStore implements EpisodeStore {
         created_at: createdAt,
         allocated_by: request.allocatedBy,
       };
-      if (await exists(this.episodeDir(decision.episodeId))) {
+      if (exists(this.episodeDir(decision.episodeId))) {
         throw new PipelineError(
           ErrorType.StoreCorrupt,
           `${this.episodeDir(decision.episodeId)} exists but ${this.weekIndexPath(weekId)} does not list it; ` +
@@ -146,40 +161,67 @@ export class FileEpisodeStore implements EpisodeStore {
           { episodes: [decision.episodeId] },
         );
       }
-      // 1. The key file first, so that from the commit on the key can be found from any week.
-      guard.assertHeld();
-      await this.write(this.keyIndexPath(key), {
-        schema: 'key-index/v1',
-        allocation_key: key,
-        episodes: [
-          ...keyMatches.map((m) => ({ episode_id: m.episodeId, week_id: m.weekId })),
-          { episode_id: decision.episodeId, week_id: weekId },
-        ],
-      } satisfies KeyIndex);
-      await failpoint('allocation.key-written');
-      // 2. The commit point.
-      guard.assertHeld();
-      await this.write(this.weekIndexPath(weekId), {
-        ...weekIndex,
-        episodes: [...weekIndex.episodes, entry],
-      } satisfies WeekIndex);
-      await failpoint('allocation.index-written');
-      // 3. The episode's own directory and state.
-      await this.ensureState(weekId, entry, guard);
+      // Three files, staged one after another (so failpoints count them in order) and flushed together: one round
+      // of flushes instead of three. Then committed in order.
+      const staged: StagedFile[] = [];
+      try {
+        const keyFile = await this.stage(this.keyIndexPath(key), {
+          schema: 'key-index/v1',
+          allocation_key: key,
+          episodes: [
+            ...keyMatches.map((m) => ({ episode_id: m.episodeId, week_id: m.weekId })),
+            { episode_id: decision.episodeId, week_id: weekId },
+          ],
+        } satisfies KeyIndex);
+        staged.push(keyFile);
+        const weekFile = await this.stage(this.weekIndexPath(weekId), {
+          ...weekIndex,
+          episodes: [...weekIndex.episodes, entry],
+        } satisfies WeekIndex);
+        staged.push(weekFile);
+        // The state's directory does not exist before the commit: its temp file waits in the index directory.
+        const stateFile = await this.stage(
+          this.statePath(decision.episodeId),
+          stateFromEntry(weekId, entry),
+          path.join(this.dataDir, 'index', 'weeks', `${decision.episodeId}.state`),
+        );
+        staged.push(stateFile);
+        await Promise.all(staged.map((f) => f.flush()));
+        // 1. The key file first, so that from the commit on the key can be found from any week.
+        guard.assertHeld();
+        await keyFile.commit();
+        await failpoint('allocation.key-written');
+        // 2. The commit point.
+        guard.assertHeld();
+        await weekFile.commit();
+        await failpoint('allocation.index-written');
+        // 3. The episode's directory and state. The bytes are already on disk; the two new directory entries are not
+        // synced, because losing them to a power cut loses nothing: a committed episode without its state file is
+        // rolled forward from the index (and the first change of the episode syncs them, see updateEpisode).
+        this.mkdirNow(this.episodeDir(decision.episodeId));
+        await stateFile.commit({ syncDir: false });
+      } catch (e) {
+        await Promise.all(staged.map((f) => f.discard()));
+        throw e;
+      }
       await failpoint('allocation.state-written');
       return { episodeId: decision.episodeId, weekId, sequence: decision.sequence, created: true };
     });
   }
 
-  async getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
-    const state = await this.read(this.statePath(id), episodeStateSchema);
+  getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
+    return promised(() => this.episodeNow(id));
+  }
+
+  private episodeNow(id: EpisodeId): EpisodeState | undefined {
+    const state = this.read(this.statePath(id), episodeStateSchema);
     if (state) {
       this.checkIdentity(id, state, this.statePath(id));
       return state;
     }
     // Committed but not yet rolled forward (the allocating process died after the commit): still exists.
     const { weekId } = parseEpisodeId(id);
-    const entry = (await this.readWeekIndex(weekId)).episodes.find((e) => e.episode_id === id);
+    const entry = this.readWeekIndex(weekId).episodes.find((e) => e.episode_id === id);
     return entry ? stateFromEntry(weekId, entry) : undefined;
   }
 
@@ -197,7 +239,7 @@ export class FileEpisodeStore implements EpisodeStore {
     const weeks = filter.weekId ? [filter.weekId] : await this.listWeeks();
     const states: EpisodeState[] = [];
     for (const weekId of weeks) {
-      for (const entry of (await this.readWeekIndex(weekId)).episodes) {
+      for (const entry of this.readWeekIndex(weekId).episodes) {
         states.push((await this.getEpisode(entry.episode_id)) ?? stateFromEntry(weekId, entry));
       }
     }
@@ -216,6 +258,9 @@ export class FileEpisodeStore implements EpisodeStore {
       }
       guard.assertHeld();
       await this.mkdir(this.episodeDir(id));
+      // An allocation leaves the directory's own entry unsynced (see allocate): sync it before the state in it
+      // becomes worth keeping.
+      await fsyncDir(this.inside(path.join(this.dataDir, 'episodes')));
       await this.write(this.statePath(id), next);
       return next;
     });
@@ -226,7 +271,7 @@ export class FileEpisodeStore implements EpisodeStore {
     await this.ensureLayout();
     await this.lock.withLock(async (guard) => {
       const file = this.historyPath(parsed.episode_id);
-      const existing = await this.read(file, historyEntrySchema);
+      const existing = this.read(file, historyEntrySchema);
       if (existing) {
         if (JSON.stringify(existing) === JSON.stringify(parsed)) return;
         throw new PipelineError(
@@ -249,7 +294,7 @@ export class FileEpisodeStore implements EpisodeStore {
       if (!name.endsWith('.json')) continue;
       if (filter.weekId && !name.startsWith(`${filter.weekId}-`)) continue;
       const file = path.join(dir, name);
-      const entry = await this.read(file, historyEntrySchema);
+      const entry = this.read(file, historyEntrySchema);
       if (entry) entries.push(entry);
     }
     return entries.sort((a, b) => compareEpisodes(a, b));
@@ -263,17 +308,39 @@ export class FileEpisodeStore implements EpisodeStore {
 
   // Every file access goes through these: a path must resolve inside the real data dir, so a symlink planted in it
   // (index/weeks, episodes/<id>, state.json, ...) cannot lead a read or a write elsewhere.
-  private async read<S extends z.ZodType>(file: string, schema: S): Promise<z.output<S> | undefined> {
-    return readJsonFile(await assertInside(this.dataDir, file), schema);
+  private inside(p: string): string {
+    return this.guard.check(p);
+  }
+  private read<S extends z.ZodType>(file: string, schema: S): z.output<S> | undefined {
+    return readJsonFile(this.inside(file), schema);
   }
   private async write(file: string, value: unknown): Promise<void> {
-    await writeJsonDurable(await assertInside(this.dataDir, file), value);
+    await writeJsonDurable(this.inside(file), value);
+  }
+  /**
+   * The target is checked; a temp file is not: it is created with O_EXCL, which never follows a symlink, in a
+   * directory checked already (the target's own, or for a new episode's state the week index's, checked just before).
+   */
+  private async stage(file: string, value: unknown, tempPrefix?: string): Promise<StagedFile> {
+    const target = this.inside(file);
+    return stageFile(target, jsonText(value), tempPrefix ?? target);
   }
   private async mkdir(dir: string): Promise<void> {
-    await ensureDirDurable(await assertInside(this.dataDir, dir));
+    await ensureDirDurable(this.inside(dir));
+  }
+  /**
+   * mkdir without syncing its parent: only for a new episode's directory, whose loss a roll-forward repairs. Not
+   * checked here: allocate has just refused any existing entry by that name and checked the state path within.
+   */
+  private mkdirNow(dir: string): void {
+    try {
+      mkdirSync(dir, { mode: DIR_MODE });
+    } catch (e) {
+      throw storageError(`cannot create directory ${dir}`, e);
+    }
   }
   private async list(dir: string): Promise<string[]> {
-    return readdirOrEmpty(await assertInside(this.dataDir, dir));
+    return readdirOrEmpty(this.inside(dir));
   }
 
   async listWeeks(): Promise<WeekId[]> {
@@ -290,9 +357,9 @@ export class FileEpisodeStore implements EpisodeStore {
       .sort();
   }
 
-  async readWeekIndex(weekId: WeekId): Promise<WeekIndex> {
+  readWeekIndex(weekId: WeekId): WeekIndex {
     const file = this.weekIndexPath(weekId);
-    const index = await this.read(file, weekIndexSchema);
+    const index = this.read(file, weekIndexSchema);
     if (!index) return { schema: 'week-index/v1', week_id: weekId, episodes: [] };
     if (index.week_id !== weekId) {
       throw new PipelineError(ErrorType.StoreCorrupt, `${file}: holds week ${index.week_id}`, { file });
@@ -300,9 +367,9 @@ export class FileEpisodeStore implements EpisodeStore {
     return index;
   }
 
-  private async readKeyIndex(key: AllocationKey): Promise<KeyIndex | undefined> {
+  private readKeyIndex(key: AllocationKey): KeyIndex | undefined {
     const file = this.keyIndexPath(key);
-    const index = await this.read(file, keyIndexSchema);
+    const index = this.read(file, keyIndexSchema);
     if (index && index.allocation_key !== key) {
       throw new PipelineError(ErrorType.StoreCorrupt, `${file}: belongs to another allocation key`, { file });
     }
@@ -310,14 +377,14 @@ export class FileEpisodeStore implements EpisodeStore {
   }
 
   /** Key-file entries confirmed by their week's index; the rest are leftovers of allocations that never committed. */
-  private async committedKeyMatches(
+  private committedKeyMatches(
     key: AllocationKey,
     keyIndex: KeyIndex | undefined,
     targetWeek: WeekIndex,
-  ): Promise<StoredEpisodeRef[]> {
+  ): StoredEpisodeRef[] {
     const refs: StoredEpisodeRef[] = [];
     for (const hint of keyIndex?.episodes ?? []) {
-      const week = hint.week_id === targetWeek.week_id ? targetWeek : await this.readWeekIndex(hint.week_id);
+      const week = hint.week_id === targetWeek.week_id ? targetWeek : this.readWeekIndex(hint.week_id);
       const entry = week.episodes.find((e) => e.episode_id === hint.episode_id);
       if (entry && entry.allocation_key === key) refs.push(toRef(week.week_id, entry));
     }
@@ -332,7 +399,7 @@ export class FileEpisodeStore implements EpisodeStore {
 
   private async ensureState(weekId: WeekId, entry: WeekIndexEntry, guard: LockGuard): Promise<void> {
     const file = this.statePath(entry.episode_id);
-    const state = await this.read(file, episodeStateSchema);
+    const state = this.read(file, episodeStateSchema);
     if (state) {
       this.checkIdentity(entry.episode_id, state, file);
       if (state.allocation_key !== entry.allocation_key) {
@@ -355,16 +422,35 @@ export class FileEpisodeStore implements EpisodeStore {
     }
   }
 
+  /**
+   * Creates the layout the first time; afterwards only checks it, on every operation, so a directory replaced by a
+   * symlink is refused at once. A directory removed under a running process is not created again: that would hand out
+   * sequence 0 of a week once more.
+   */
   private async ensureLayout(): Promise<void> {
     try {
       for (const dir of ['index/weeks', 'index/keys', 'episodes', 'history']) {
-        await this.mkdir(path.join(this.dataDir, dir));
+        const p = this.inside(path.join(this.dataDir, dir));
+        if (!this.layoutReady) await ensureDirDurable(p);
+        else if (!exists(p)) {
+          throw new PipelineError(
+            ErrorType.StorageFailure,
+            `${p} has disappeared since this process created or found it; not creating it again (restore it)`,
+            { file: p },
+          );
+        }
       }
     } catch (e) {
       if (e instanceof PipelineError) throw e;
       throw storageError(`cannot prepare data dir ${this.dataDir}`, e);
     }
+    this.layoutReady = true;
   }
+}
+
+/** A synchronous read as the promise the store interface promises: a throw becomes a rejection. */
+function promised<T>(read: () => T): Promise<T> {
+  return new Promise((resolve) => resolve(read()));
 }
 
 function toRef(weekId: WeekId, e: WeekIndexEntry): StoredEpisodeRef {

@@ -159,7 +159,7 @@ async function copyTree(
 async function copyFile(src: string, dst: string, counts: { copied: number; unchanged: number }): Promise<void> {
   try {
     // The same path: the target's media root is the file store's episodes/ directory, the files stay where they are.
-    if (path.resolve(src) === path.resolve(dst) || (await exists(dst))) {
+    if (path.resolve(src) === path.resolve(dst) || exists(dst)) {
       if (!(await sameBytes(src, dst))) {
         throw new PipelineError(ErrorType.StoreCorrupt, `${dst} exists with other content than ${src}`, { file: dst });
       }

@@ -189,7 +189,7 @@ class Simulator {
     const file = this.options.stateFile;
     if (file === undefined) return;
     await ensureDirDurable(path.dirname(path.resolve(file)));
-    const state = await readJsonFile(file, stateFileSchema);
+    const state = readJsonFile(file, stateFileSchema);
     if (!state) return;
     for (const job of state.jobs) this.addJob(job);
     this.charges.push(...state.charges);

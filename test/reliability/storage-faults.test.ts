@@ -72,7 +72,8 @@ describe('storage faults', function () {
 
   describe('injected ENOSPC / EIO at each durable step of an allocation (`episodes plan`, a real process)', () => {
     // fs.write@n fails the n-th durable write half-way through its temp file: 1 = key index, 2 = week index (the
-    // commit point), 3 = the episode's state. The allocation.* points sit between those writes.
+    // commit point), 3 = the episode's state. All three are staged and flushed before the commit, so a failure in
+    // any of them commits nothing. The allocation.* points sit between the commits.
     const cases: { point: string; committed: boolean }[] = [
       { point: 'allocation.lock-taken=enospc', committed: false },
       { point: 'fs.write=enospc@1', committed: false },
@@ -80,7 +81,7 @@ describe('storage faults', function () {
       { point: 'allocation.key-written=enospc', committed: false },
       { point: 'fs.write=eio@2', committed: false },
       { point: 'allocation.index-written=enospc', committed: true },
-      { point: 'fs.write=enospc@3', committed: true },
+      { point: 'fs.write=enospc@3', committed: false },
       { point: 'allocation.state-written=eio', committed: true },
     ];
 

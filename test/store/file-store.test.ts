@@ -50,6 +50,23 @@ describe('file store specifics', function () {
     assert.equal(await fs.readdir(path.join(dir)).then((n) => n.includes('pipeline.lock')), false, 'lock released');
   });
 
+  it('does not recreate a layout that vanished under a running store (an unmounted volume): no sequence 0 again', async () => {
+    assert.equal((await alloc('run-a')).episodeId, '2026-W32-0');
+    // The volume goes away: the mount point is left, empty.
+    await fs.rename(dir, `${dir}.volume`);
+    await fs.mkdir(dir);
+    await assert.rejects(alloc('run-b'), (e) => {
+      assert.ok(isPipelineError(e, ErrorType.StorageFailure), String(e));
+      assert.match(e.message, /has disappeared/);
+      return true;
+    });
+    assert.deepEqual(await fs.readdir(dir), [], 'nothing created in the empty mount point');
+    // The volume comes back: the same store goes on where it was.
+    await fs.rmdir(dir);
+    await fs.rename(`${dir}.volume`, dir);
+    assert.equal((await alloc('run-b')).episodeId, '2026-W32-1');
+  });
+
   it('refuses an ambiguous key (two episodes carry it) and writes nothing', async () => {
     await alloc('run-a');
     await alloc('run-b');
