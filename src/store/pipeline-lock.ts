@@ -109,16 +109,38 @@ function takeoverSafeFs(lockPath: string, staleMs: number): { fs: typeof fs; rel
     releasing: false,
     fs: {
       ...fs,
-      rmdir(p: fs.PathLike, callback: (err: NodeJS.ErrnoException | null) => void): void {
-        if (takeover.releasing || path.resolve(String(p)) !== path.resolve(lockPath)) return fs.rmdir(p, callback);
+      // proper-lockfile's own calls (mkdir, the mtime probe, the heartbeat) are microseconds of metadata work: made
+      // synchronously and answered on the next tick, rather than through libuv's thread pool.
+      mkdir: (p: fs.PathLike, callback: Callback<void>) => answer(callback, () => fs.mkdirSync(p)),
+      stat: (p: fs.PathLike, callback: Callback<fs.Stats>) => answer(callback, () => fs.statSync(p)),
+      utimes: (p: fs.PathLike, atime: Date, mtime: Date, callback: Callback<void>) =>
+        answer(callback, () => fs.utimesSync(p, atime, mtime)),
+      rmdir(p: fs.PathLike, callback: Callback<void>): void {
+        if (takeover.releasing || path.resolve(String(p)) !== path.resolve(lockPath)) {
+          return answer(callback, () => fs.rmdirSync(p));
+        }
         void removeIfStillStale(lockPath, staleMs).then(
           () => callback(null),
           (e: NodeJS.ErrnoException) => callback(e),
         );
       },
-    } as typeof fs,
+    } as unknown as typeof fs,
   };
   return takeover;
+}
+
+type Callback<T> = (err: NodeJS.ErrnoException | null, value?: T) => void;
+
+/** Runs a synchronous fs call and answers its callback on the next tick, as the asynchronous call would. */
+function answer<T>(callback: Callback<T>, run: () => T): void {
+  let value: T | undefined;
+  let error: NodeJS.ErrnoException | null = null;
+  try {
+    value = run();
+  } catch (e) {
+    error = e as NodeJS.ErrnoException;
+  }
+  process.nextTick(() => callback(error, value));
 }
 
 async function removeIfStillStale(lockPath: string, staleMs: number): Promise<void> {
