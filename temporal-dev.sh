@@ -80,10 +80,13 @@ cmd_start() {
   fi
   mkdir -p "$STATE"
   log "starting dev server at $IP:$PORT, UI http://$IP:$UI_PORT, database .temporal/dev.sqlite"
+  # One history shard: let its transfer queue be read more than 20 times a second (the default, sized for clusters of
+  # hundreds of shards), or every workflow step waits up to 50 ms for the next read (docs/benchmarks.md).
   nohup "$cli" server start-dev \
     --ip "$IP" --port "$PORT" --ui-port "$UI_PORT" --namespace "$NAMESPACE" \
     --db-filename "$STATE/dev.sqlite" \
     --search-attribute EpisodeId=Keyword --search-attribute WeekId=Keyword \
+    --dynamic-config-value history.transferProcessorMaxPollRPS=1000 \
     --log-level warn >"$STATE/server.log" 2>&1 &
   echo $! >"$STATE/server.pid"
   for _ in $(seq 1 120); do

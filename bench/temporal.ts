@@ -21,6 +21,7 @@ import { FileEpisodeStore } from '../src/store/file-store';
 import type { weeklyEpisodeWorkflow } from '../src/workflows/weekly-episode';
 import { spawnNode } from '../test/helpers/processes';
 import { waitForScheduledRuns } from '../test/helpers/schedules';
+import { DEV_SERVER_EXTRA_ARGS } from '../test/helpers/temporal';
 import { createFloorActivities } from './floor-activities';
 import { historyProfile } from './history-phases';
 import { measured, target, type Profile, type Row } from './results';
@@ -94,12 +95,13 @@ async function latency(ctx: TemporalContext, o: TemporalOptions): Promise<Row[]>
   o.addProfile(await historyProfile(client, 'temporal/latency/weekly', runs.weekly));
   o.addProfile(await historyProfile(client, 'temporal/latency/floor', runs.floor));
   return [
-    measured('temporal', 'temporal/latency/floor', 'floor workflow: one no-op activity, start to result', {
-      n: f.n,
-      p50_ms: f.p50,
-      p99_ms: f.p99,
-      mean_ms: f.mean,
-    }),
+    measured(
+      'temporal',
+      'temporal/latency/floor',
+      'floor workflow: one no-op activity, start to result',
+      { n: f.n, p50_ms: f.p50, p99_ms: f.p99, mean_ms: f.mean },
+      { notes: [`dev server started with ${DEV_SERVER_EXTRA_ARGS.join(' ')} (see test/helpers/temporal.ts)`] },
+    ),
     measured(
       'temporal',
       'temporal/latency/weekly',

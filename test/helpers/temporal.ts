@@ -20,12 +20,21 @@ export function temporalCliPath(): string {
   return cliPath;
 }
 
+/**
+ * The dev server runs a single history shard, whose transfer-queue reader polls at most 20 times a second by default
+ * (`history.transferProcessorMaxPollRPS`, a per-shard limit sized for clusters of hundreds of shards). Once its burst
+ * is spent, every hop of a workflow (a task dispatched, an activity or a child scheduled) waits for the next poll, up
+ * to 50 ms. Raised, the one shard behaves like one shard of a real cluster. temporal-dev.sh passes the same value.
+ */
+export const DEV_SERVER_EXTRA_ARGS = ['--dynamic-config-value', 'history.transferProcessorMaxPollRPS=1000'];
+
 export async function createTestEnv(): Promise<TestWorkflowEnvironment> {
   return TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: temporalCliPath() },
       ip: '127.0.0.1',
       searchAttributes: [EpisodeIdSearchAttribute, WeekIdSearchAttribute],
+      extraArgs: DEV_SERVER_EXTRA_ARGS,
     },
   });
 }
