@@ -1,15 +1,17 @@
 /**
  * Profile child: times every fs call of N real allocations on an existing file store.
  * Usage: node dist/bench/profile-child.js <dataDir> <allocations> '<json week ids>'
- * Prints { allocations, totalMs, ops: { name: { ms, calls } } }.
+ * Prints { allocations, totalMs, busyMs, ops: { name: { ms, calls } } }.
  */
-import { traceOff, traceOn, traceTotals } from './fs-trace';
+import { traceBusyMs, traceOff, traceOn, traceTotals } from './fs-trace';
 import { allocateEpisodeOn } from '../src/activities/allocation';
 import { FileEpisodeStore } from '../src/store/file-store';
 
 export interface ProfileChildReport {
   allocations: number;
   totalMs: number;
+  /** Wall time with at least one fs call under way (calls overlap, so it can be less than their sum). */
+  busyMs: number;
   ops: Record<string, { ms: number; calls: number }>;
 }
 
@@ -32,6 +34,7 @@ async function main(): Promise<void> {
   const report: ProfileChildReport = {
     allocations: Number(count),
     totalMs,
+    busyMs: traceBusyMs(),
     ops: Object.fromEntries(traceTotals()),
   };
   process.stdout.write(JSON.stringify(report));

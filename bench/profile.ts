@@ -24,16 +24,16 @@ export async function profileAllocation(o: {
   const per = (x: number) => x / report.allocations;
   const parts: Record<string, number> = {};
   const calls: Record<string, number> = {};
-  let inFs = 0;
   for (const [name, { ms, calls: n }] of Object.entries(report.ops)) {
     parts[name] = per(ms);
     calls[name] = per(n);
-    inFs += ms;
   }
-  parts['outside fs calls (JS, event loop)'] = Math.max(0, per(report.totalMs - inFs));
+  parts['outside fs calls (JS, event loop)'] = Math.max(0, per(report.totalMs - report.busyMs));
   return {
     row: o.rowId,
-    what: 'wall time of each fs call of one allocation (bench/fs-trace.ts)',
+    what:
+      'wall time of each fs call of one allocation (bench/fs-trace.ts); calls made at the same time overlap, so ' +
+      'parts may add up to more than the whole',
     samples: report.allocations,
     total_ms: per(report.totalMs),
     parts_ms: parts,
