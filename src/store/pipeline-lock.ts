@@ -107,8 +107,8 @@ export class PipelineLock {
 function takeoverSafeFs(lockPath: string, staleMs: number): { fs: typeof fs; releasing: boolean } {
   const takeover = {
     releasing: false,
-    fs: {
-      ...fs,
+    // Everything else is node:fs, reached through the prototype (no copy of the module per lock taken).
+    fs: Object.assign(Object.create(NODE_FS) as typeof fs, {
       // proper-lockfile's own calls (mkdir, the mtime probe, the heartbeat) are microseconds of metadata work: made
       // synchronously and answered on the next tick, rather than through libuv's thread pool.
       mkdir: (p: fs.PathLike, callback: Callback<void>) => answer(callback, () => fs.mkdirSync(p)),
@@ -124,10 +124,13 @@ function takeoverSafeFs(lockPath: string, staleMs: number): { fs: typeof fs; rel
           (e: NodeJS.ErrnoException) => callback(e),
         );
       },
-    } as unknown as typeof fs,
+    }),
   };
   return takeover;
 }
+
+/** node:fs as plain data properties (the module's own are getters), the prototype of every takeover-safe fs. */
+const NODE_FS: typeof fs = { ...fs };
 
 type Callback<T> = (err: NodeJS.ErrnoException | null, value?: T) => void;
 
