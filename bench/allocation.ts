@@ -13,7 +13,7 @@ import type { WeekId } from '../src/domain/week-id';
 import { ErrorType } from '../src/shared';
 import type { EpisodeStore } from '../src/store/episode-store';
 import { PostgresEpisodeStore } from '../src/store/postgres-store';
-import { floorWrite, floorWriteWithDirSync, stateSizedPayload } from './floor';
+import { floorWrite, floorWriteWithDirSync, protocolFloorWrite, stateSizedPayload } from './floor';
 import { makeDurable, seedPostgresStores, startBenchPostgres, type BenchPostgres } from './postgres';
 import { measured, target, type Check, type MeasuredRow, type Row } from './results';
 import { seedKey, seedPlan, type SeedWeek } from './seed-data';
@@ -90,6 +90,8 @@ export async function benchAllocation(o: AllocationBenchOptions): Promise<Alloca
   const floorDir = path.join(o.workDir, 'floor');
   await fs.mkdir(floorDir, { recursive: true });
   const payload = stateSizedPayload();
+  const protocolDir = path.join(o.workDir, 'floor-protocol');
+  for (const d of ['keys', 'weeks', 'episodes']) await fs.mkdir(path.join(protocolDir, d), { recursive: true });
   subjects.push(
     {
       id: 'allocation/floor',
@@ -108,6 +110,15 @@ export async function benchAllocation(o: AllocationBenchOptions): Promise<Alloca
       samples: [],
       checks: [],
       run: () => floorWriteWithDirSync(floorDir, payload),
+    },
+    {
+      id: 'allocation/floor-protocol',
+      label: 'protocol floor: 3 files flushed together, 2 ordered commits',
+      kind: 'floor',
+      size: 0,
+      samples: [],
+      checks: [],
+      run: (round) => protocolFloorWrite(protocolDir, round, payload),
     },
   );
 
@@ -170,12 +181,14 @@ export async function benchAllocation(o: AllocationBenchOptions): Promise<Alloca
 
 function toRows(subjects: Subject[], pgNote: string | undefined, pgWanted: boolean): Row[] {
   const floor = summarize(subjects.find((s) => s.id === 'allocation/floor')!.samples);
+  const protocol = summarize(subjects.find((s) => s.id === 'allocation/floor-protocol')!.samples);
   const rows: Row[] = [];
   for (const s of subjects) {
     const sum = summarize(s.samples);
     const metrics: Record<string, number> = { p50_ms: sum.p50, p99_ms: sum.p99, mean_ms: sum.mean, n: sum.n };
     const targets = [];
     if (s.id !== 'allocation/floor') metrics.p50_vs_floor = sum.p50 / floor.p50;
+    if (s.kind === 'file') metrics.p50_vs_protocol_floor = sum.p50 / protocol.p50;
     if (s.kind !== 'floor') {
       targets.push(target('p50 / floor p50', sum.p50 / floor.p50, FLOOR_RATIO_LIMIT));
       const sameKind = subjects.filter((x) => x.kind === s.kind);

@@ -40,3 +40,34 @@ export async function floorWriteWithDirSync(dir: string, data: string): Promise<
   await floorWrite(dir, data);
   await fsyncDir(dir);
 }
+
+/**
+ * The file store's commit protocol and nothing else, with the floor's own calls: three temp files (key index, week
+ * index, state) written and fsynced together; the key file renamed and its directory fsynced (durable before the
+ * commit); the week index renamed and its directory fsynced (the commit); a new directory and the state renamed into
+ * it. No lock, no reads, no checks: what any implementation of this protocol pays on this disk. `dir` holds `keys/`,
+ * `weeks/` and `episodes/` already.
+ */
+export async function protocolFloorWrite(dir: string, round: number, data: string): Promise<void> {
+  const keys = path.join(dir, 'keys');
+  const weeks = path.join(dir, 'weeks');
+  const episode = path.join(dir, 'episodes', `e${round}`);
+  const temps = [path.join(keys, `k${round}.tmp`), path.join(weeks, 'week.tmp'), path.join(weeks, `s${round}.tmp`)];
+  await Promise.all(
+    temps.map(async (temp) => {
+      const handle = await fs.open(temp, 'w', FILE_MODE);
+      try {
+        await handle.writeFile(data);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    }),
+  );
+  await fs.rename(temps[0]!, path.join(keys, `k${round}.json`));
+  await fsyncDir(keys);
+  await fs.rename(temps[1]!, path.join(weeks, 'week.json'));
+  await fsyncDir(weeks);
+  await fs.mkdir(episode);
+  await fs.rename(temps[2]!, path.join(episode, 'state.json'));
+}

@@ -7,6 +7,7 @@ const OWN_COLUMNS = new Set(['n', 'p50_ms', 'p99_ms', 'mean_ms']);
 const UNITS: Record<string, (v: number) => string> = {
   p50_vs_floor: (v) => `${fmt(v)}x floor`,
   p50_vs_smallest: (v) => `${fmt(v)}x smallest`,
+  p50_vs_protocol_floor: (v) => `${fmt(v)}x protocol floor`,
   allocs_per_s: (v) => `${fmt(v)} alloc/s`,
   runs_per_s: (v) => `${fmt(v)} runs/s`,
   drain_s: (v) => `drain ${fmt(v)} s`,
