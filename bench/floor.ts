@@ -25,14 +25,18 @@ export function stateSizedPayload(): string {
 /** temp file, write, fsync, close, rename: the issue's definition of the floor. */
 export async function floorWrite(dir: string, data: string): Promise<void> {
   const tmp = path.join(dir, 'state.json.tmp');
-  const handle = await fs.open(tmp, 'w', FILE_MODE);
+  await writeSynced(tmp, data);
+  await fs.rename(tmp, path.join(dir, 'state.json'));
+}
+
+async function writeSynced(file: string, data: string): Promise<void> {
+  const handle = await fs.open(file, 'w', FILE_MODE);
   try {
     await handle.writeFile(data);
     await handle.sync();
   } finally {
     await handle.close();
   }
-  await fs.rename(tmp, path.join(dir, 'state.json'));
 }
 
 /** The same plus an fsync of the directory, without which the rename itself may not survive power loss. */
@@ -53,17 +57,7 @@ export async function protocolFloorWrite(dir: string, round: number, data: strin
   const weeks = path.join(dir, 'weeks');
   const episode = path.join(dir, 'episodes', `e${round}`);
   const temps = [path.join(keys, `k${round}.tmp`), path.join(weeks, 'week.tmp'), path.join(weeks, `s${round}.tmp`)];
-  await Promise.all(
-    temps.map(async (temp) => {
-      const handle = await fs.open(temp, 'w', FILE_MODE);
-      try {
-        await handle.writeFile(data);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-    }),
-  );
+  await Promise.all(temps.map((temp) => writeSynced(temp, data)));
   await fs.rename(temps[0]!, path.join(keys, `k${round}.json`));
   await fsyncDir(keys);
   await fs.rename(temps[1]!, path.join(weeks, 'week.json'));

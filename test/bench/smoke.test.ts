@@ -16,6 +16,7 @@ function expectedRows(r: BenchResults): string[] {
   return [
     'allocation/floor',
     'allocation/floor-dirsync',
+    'allocation/floor-protocol',
     ...r.config.sizes.flatMap((s) => [`allocation/file/${s}`, `allocation/postgres/${s}`]),
     'contention/file',
     'temporal/latency/floor',
