@@ -13,7 +13,7 @@
  * crashed allocation and is ignored, and a committed entry without a state file is rolled forward.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, promises as fs } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -91,6 +91,7 @@ export class FileEpisodeStore implements EpisodeStore {
   readonly lock: PipelineLock;
   private readonly guard: InsideGuard;
   private layoutReady = false;
+  private tempsSwept = false;
 
   constructor(dataDir: string = defaultDataDir(), lockOptions: LockOptions = DEFAULT_LOCK_OPTIONS) {
     this.dataDir = path.resolve(dataDir);
@@ -126,6 +127,7 @@ export class FileEpisodeStore implements EpisodeStore {
   async allocate(request: AllocationRequest): Promise<AllocationResult> {
     await this.ensureLayout();
     return this.lock.withLock(async (guard) => {
+      this.sweepLeftoverTemps();
       const { allocationKey: key, weekId } = request;
       const weekIndex = this.readWeekIndex(weekId);
       const keyIndex = this.readKeyIndex(key);
@@ -414,6 +416,23 @@ export class FileEpisodeStore implements EpisodeStore {
     guard.assertHeld();
     await this.mkdir(this.episodeDir(entry.episode_id));
     await this.write(file, stateFromEntry(weekId, entry));
+  }
+
+  /**
+   * Removes the `.tmp` files that killed writers left in the index directories, once per store object, under the
+   * lock. Every write there happens under the lock and ends in a rename or a removal of its temp file, so a temp file
+   * seen while holding the lock belongs to nobody. Once, because listing every week's index on every allocation would
+   * make its cost grow with history.
+   */
+  private sweepLeftoverTemps(): void {
+    if (this.tempsSwept) return;
+    for (const dir of ['index/keys', 'index/weeks']) {
+      const full = this.inside(path.join(this.dataDir, dir));
+      for (const name of readdirSync(full)) {
+        if (name.endsWith('.tmp')) rmSync(path.join(full, name), { force: true });
+      }
+    }
+    this.tempsSwept = true;
   }
 
   private checkIdentity(id: EpisodeId, state: EpisodeState, file: string): void {

@@ -150,6 +150,15 @@ describe('file store specifics', function () {
       });
     }
 
+    it('the temp files a killed allocation leaves are removed by the next process, under the lock', async () => {
+      await killAt('allocation.key-written', 'run-a');
+      const temps = async () =>
+        (await fs.readdir(path.join(dir, 'index', 'weeks'))).filter((n) => n.endsWith('.tmp')).length;
+      assert.equal(await temps(), 2, 'the week index and the state were staged and left behind');
+      assert.equal((await alloc('run-b')).episodeId, '2026-W32-0');
+      assert.equal(await temps(), 0);
+    });
+
     for (const point of ['allocation.index-written', 'allocation.state-written']) {
       it(`${point} (after the commit): the retry gets the same episode, exactly one stored`, async () => {
         await killAt(point, 'run-a');
