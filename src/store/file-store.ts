@@ -13,7 +13,7 @@
  * crashed allocation and is ignored, and a committed entry without a state file is rolled forward.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync, promises as fs } from 'node:fs';
+import { mkdirSync, rmSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -127,7 +127,7 @@ export class FileEpisodeStore implements EpisodeStore {
   async allocate(request: AllocationRequest): Promise<AllocationResult> {
     await this.ensureLayout();
     return this.lock.withLock(async (guard) => {
-      this.sweepLeftoverTemps();
+      await this.sweepLeftoverTemps();
       const { allocationKey: key, weekId } = request;
       const weekIndex = this.readWeekIndex(weekId);
       const keyIndex = this.readKeyIndex(key);
@@ -142,7 +142,8 @@ export class FileEpisodeStore implements EpisodeStore {
 
       if (decision.kind === 'existing') {
         const entry = weekIndex.episodes.find((e) => e.episode_id === decision.episode.episodeId);
-        if (entry) await this.ensureState(weekId, entry, guard);
+        // The newest entry was just rolled forward above.
+        if (entry && entry !== weekIndex.episodes.at(-1)) await this.ensureState(weekId, entry, guard);
         return { ...identityOf(decision.episode), created: false };
       }
 
@@ -424,12 +425,11 @@ export class FileEpisodeStore implements EpisodeStore {
    * seen while holding the lock belongs to nobody. Once, because listing every week's index on every allocation would
    * make its cost grow with history.
    */
-  private sweepLeftoverTemps(): void {
+  private async sweepLeftoverTemps(): Promise<void> {
     if (this.tempsSwept) return;
-    for (const dir of ['index/keys', 'index/weeks']) {
-      const full = this.inside(path.join(this.dataDir, dir));
-      for (const name of readdirSync(full)) {
-        if (name.endsWith('.tmp')) rmSync(path.join(full, name), { force: true });
+    for (const dir of ['index/keys', 'index/weeks'].map((d) => path.join(this.dataDir, d))) {
+      for (const name of await this.list(dir)) {
+        if (name.endsWith('.tmp')) rmSync(path.join(dir, name), { force: true });
       }
     }
     this.tempsSwept = true;

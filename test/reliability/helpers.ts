@@ -194,6 +194,18 @@ export interface InvariantCounts {
   verifyProblems: number;
 }
 
+/** The columns every fault report prints from the invariant counts. */
+export function invariantColumns(counts: InvariantCounts): Record<string, number> {
+  return {
+    completed: counts.completed,
+    charges: counts.charges,
+    'ledger entries': counts.ledgerEntries,
+    duplicates: counts.duplicateEpisodes + counts.duplicateCharges,
+    'charges lost': counts.chargesLost,
+    'verify problems': counts.verifyProblems,
+  };
+}
+
 export interface InvariantOptions {
   /** Allocation keys of every run: each must own exactly one episode, and no other episode may exist. */
   keys?: readonly string[];

@@ -21,6 +21,7 @@ import {
   approveProductions,
   assertInvariants,
   formatTable,
+  invariantColumns,
   sleep,
   startWorkerProcess,
   until,
@@ -186,15 +187,7 @@ describe('server restart: the dev server stopped mid-production and started agai
     const counts = await assertInvariants(dataDir, vendor, { keys: RUNS.map((r) => r.key), allCompleted: true });
     assert.equal(counts.charges, RUNS.length * 3);
     for (const o of outages) {
-      Object.assign(o, {
-        runs: RUNS.length,
-        completed: counts.completed,
-        charges: counts.charges,
-        'ledger entries': counts.ledgerEntries,
-        duplicates: counts.duplicateEpisodes + counts.duplicateCharges,
-        'charges lost': counts.chargesLost,
-        'verify problems': counts.verifyProblems,
-      });
+      Object.assign(o, { runs: RUNS.length, ...invariantColumns(counts) });
     }
   });
 });

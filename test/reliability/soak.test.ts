@@ -23,6 +23,7 @@ import {
   approveProductions,
   assertInvariants,
   formatTable,
+  invariantColumns,
   sleep,
   startWorkerProcess,
   until,
@@ -237,12 +238,7 @@ describe('concurrency soak: 3 worker processes, 63 runs in 4 ISO weeks, lock hol
       'allocations retried': retried,
       'allocations per worker': byWorker,
       episodes: counts.episodes,
-      completed: counts.completed,
-      charges: counts.charges,
-      'ledger entries': counts.ledgerEntries,
-      duplicates: counts.duplicateEpisodes + counts.duplicateCharges,
-      'charges lost': counts.chargesLost,
-      'verify problems': counts.verifyProblems,
+      ...invariantColumns(counts),
       seconds: Math.round((Date.now() - started) / 1000),
     };
   });
