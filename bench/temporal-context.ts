@@ -9,9 +9,9 @@ import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporali
 import type { ActivityDeps } from '../src/activities';
 import type { EpisodeStore } from '../src/store/episode-store';
 import { formatWeekId } from '../src/domain/week-id';
-import { staticCredentialsLoader } from '../src/vendor/credentials';
-import { startVendorSimulator, type VendorSimulator } from '../src/vendor/simulator';
-import { productionWorkflowId } from '../src/workflows/episode-production';
+import { staticCredentialsLoader } from '../src/vendor-api/credentials';
+import { startVendorSimulator, type VendorSimulator } from '../src/vendor-sim/simulator';
+import { productionWorkflowId } from '../src/domain/names';
 import { statusQuery } from '../src/workflows/messages';
 import { createTestEnv } from '../test/helpers/temporal';
 import { nowMs } from './stats';

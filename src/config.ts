@@ -1,7 +1,7 @@
 /** Process configuration from the environment, parsed once at the edge (zod), never read ad hoc elsewhere. */
 import { z } from 'zod';
 import { parseTimeZone } from './domain/week-id';
-import { TASK_QUEUE } from './shared';
+import { TASK_QUEUE } from './domain/names';
 import { DEFAULT_EPISODE_BUDGET_CENTS } from './activities/paid-steps';
 
 const envSchema = z.object({

@@ -1,13 +1,10 @@
 /**
- * Names shared by workflows, activities, the worker, the CLI and tests.
+ * Search attribute keys and error types shared by workflows, activities, the worker, the CLI and tests.
  * This file must stay importable from workflow code: no Node builtins, no I/O.
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
 
-export const TASK_QUEUE = 'weekly-media';
-export const SCHEDULE_ID = 'weekly-media';
-/** Base of scheduled workflow IDs: a schedule names each run `<base>-<nominal time>`. */
-export const SCHEDULED_WORKFLOW_ID_BASE = 'weekly-media';
+// Task queue, schedule and workflow ID names live in domain/names.ts.
 
 export const EpisodeIdSearchAttribute = defineSearchAttributeKey('EpisodeId', 'KEYWORD');
 export const WeekIdSearchAttribute = defineSearchAttributeKey('WeekId', 'KEYWORD');

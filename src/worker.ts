@@ -5,8 +5,8 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { loadConfig, type PipelineConfig } from './config';
-import { envCredentialsLoader } from './vendor/credentials';
-import { vendorEndpointFromEnv } from './vendor/endpoint';
+import { envCredentialsLoader } from './vendor-api/credentials';
+import { vendorEndpointFromEnv } from './vendor-api/endpoint';
 import { openStore, prepareStore } from './store/open-store';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */

@@ -1,6 +1,6 @@
 import type { EpisodeStore } from '../store/episode-store';
-import type { CredentialsLoader } from '../vendor/credentials';
-import type { VendorEndpoint } from '../vendor/endpoint';
+import type { CredentialsLoader } from '../vendor-api/credentials';
+import type { VendorEndpoint } from '../vendor-api/endpoint';
 import { createAllocationActivities } from './allocation';
 import { createLifecycleActivities } from './episode-lifecycle';
 import { createPaidStepActivities } from './paid-steps';

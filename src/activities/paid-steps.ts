@@ -21,15 +21,16 @@ import {
   type StepRecord,
 } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
+import { idempotencyKey } from '../domain/names';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
 import { assertInside, ensureDirDurable, writeFileDurable } from '../store/durable-fs';
 import type { EpisodeStore } from '../store/episode-store';
-import type { VendorJob } from '../vendor/api';
-import { createVendorClient, type VendorClient } from '../vendor/client';
-import type { CredentialsLoader } from '../vendor/credentials';
-import type { VendorEndpoint } from '../vendor/endpoint';
-import { isVendorError } from '../vendor/vendor-error';
+import type { VendorJob } from '../vendor-api/api';
+import { createVendorClient, type VendorClient } from '../vendor-api/client';
+import type { CredentialsLoader } from '../vendor-api/credentials';
+import type { VendorEndpoint } from '../vendor-api/endpoint';
+import { isVendorError } from '../vendor-api/vendor-error';
 import { withFailureMapping } from './failures';
 import { withHeartbeat } from './heartbeat';
 
@@ -66,10 +67,6 @@ export interface CompletedStep {
 }
 
 const EXTENSIONS: Record<PaidStep, string> = { video: 'mp4', cover: 'png', rework: 'mp4', assembly: 'mp4' };
-
-export function idempotencyKeyFor(episodeId: string, step: PaidStep, round: number): string {
-  return `${episodeId}:${step}:r${round}`;
-}
 
 export function createPaidStepActivities(deps: PaidStepDeps) {
   const { store } = deps;
@@ -129,7 +126,7 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
   async function submitPaidStep(input: PaidStepInput): Promise<SubmittedStep> {
     const { id, state } = await requireEpisode(input.episodeId);
     const key = stepKey(input.step, input.round);
-    const ref = idempotencyKeyFor(id, input.step, input.round);
+    const ref = idempotencyKey(id, input.step, input.round);
     let record = state.steps[key];
     if (record?.remote_job_id) return { remoteJobId: record.remote_job_id };
     if (record?.status === 'needs_reconciliation') {

@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { allocateEpisodeOn } from '../activities/allocation';
 import { parseEpisodeId } from '../domain/episode-id';
+import { stepKey } from '../domain/names';
 import type { EpisodeState } from '../domain/episode-state';
 import { isoWeekOfInstant, parseInstant, parseTimeZone, parseWeekId } from '../domain/week-id';
 import { PipelineError } from '../domain/errors';
@@ -110,7 +111,7 @@ export function describeEpisode(e: EpisodeState): string {
   }
   for (const l of e.ledger) {
     lines.push(
-      `charge       ${`${l.step}-r${l.round}`.padEnd(12)} ${String(l.amount_cents).padStart(6)} ${l.currency}  job=${l.remote_job_id}`,
+      `charge       ${stepKey(l.step, l.round).padEnd(12)} ${String(l.amount_cents).padStart(6)} ${l.currency}  job=${l.remote_job_id}`,
     );
   }
   const total = e.ledger.reduce((sum, l) => sum + l.amount_cents, 0);

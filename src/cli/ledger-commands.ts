@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
 import type { EpisodeState } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
+import { stepKey } from '../domain/names';
 import { parseWeekId } from '../domain/week-id';
 import { ErrorType } from '../shared';
-import type { Charge } from '../vendor/api';
-import { createVendorClient } from '../vendor/client';
-import { envCredentialsLoader } from '../vendor/credentials';
-import { vendorEndpointFromEnv } from '../vendor/endpoint';
+import type { Charge } from '../vendor-api/api';
+import { createVendorClient } from '../vendor-api/client';
+import { envCredentialsLoader } from '../vendor-api/credentials';
+import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import { printJson, type CliContext } from './context';
 
 export interface LedgerView {
@@ -36,7 +37,7 @@ export function buildLedgerView(episodes: EpisodeState[], billing: Charge[] | nu
     episodes: episodes.map((e) => ({
       episode_id: e.episode_id,
       steps: e.ledger.map((l) => ({
-        step: `${l.step}-r${l.round}`,
+        step: stepKey(l.step, l.round),
         remote_job_id: l.remote_job_id,
         amount_cents: l.amount_cents,
       })),
@@ -91,7 +92,7 @@ export function buildLedgerView(episodes: EpisodeState[], billing: Charge[] | nu
   }
   for (const [jobId, { e, l }] of ledger) {
     if (!billed.has(jobId))
-      r.unbilled_entries.push({ job_id: jobId, episode_id: e.episode_id, step: `${l.step}-r${l.round}` });
+      r.unbilled_entries.push({ job_id: jobId, episode_id: e.episode_id, step: stepKey(l.step, l.round) });
   }
   view.reconciliation = r;
   return view;

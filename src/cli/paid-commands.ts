@@ -10,14 +10,12 @@ import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { stepKey, type EpisodeState, type PaidStep } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
-import { createVendorClient } from '../vendor/client';
-import { envCredentialsLoader } from '../vendor/credentials';
-import { vendorEndpointFromEnv } from '../vendor/endpoint';
+import { createVendorClient } from '../vendor-api/client';
+import { envCredentialsLoader } from '../vendor-api/credentials';
+import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import { episodeProductionWorkflow, episodeReassemblyWorkflow } from '../workflows';
-import { productionWorkflowId } from '../workflows/episode-production';
-import { reassemblyWorkflowId } from '../workflows/episode-reassembly';
 import { approveSignal, reconciledSignal, requestReworkSignal, statusQuery } from '../workflows/messages';
-import { paidStepWorkflowId } from '../workflows/paid-step';
+import { paidStepWorkflowId, productionWorkflowId, reassemblyWorkflowId } from '../domain/names';
 import { printJson, type CliContext } from './context';
 
 const MAX_NOTES = 4000;

@@ -6,7 +6,7 @@ import {
 } from '@temporalio/client';
 import type { Command } from 'commander';
 import { parseInstant } from '../domain/week-id';
-import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID_BASE } from '../shared';
+import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID_BASE } from '../domain/names';
 import { weeklyEpisodeWorkflow } from '../workflows';
 import { printJson, type CliContext } from './context';
 

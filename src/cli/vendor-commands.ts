@@ -2,9 +2,9 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
-import { DEFAULT_VENDOR_PORT } from '../vendor/api';
-import { envCredentialsLoader } from '../vendor/credentials';
-import { startVendorSimulator } from '../vendor/simulator';
+import { DEFAULT_VENDOR_PORT } from '../vendor-api/api';
+import { envCredentialsLoader } from '../vendor-api/credentials';
+import { startVendorSimulator } from '../vendor-sim/simulator';
 import type { CliContext } from './context';
 
 interface VendorSimOptions {

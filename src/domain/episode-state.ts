@@ -139,9 +139,7 @@ export const historyEntrySchema = z.strictObject({
 });
 export type HistoryEntry = z.infer<typeof historyEntrySchema>;
 
-export function stepKey(step: PaidStep, round: number): string {
-  return `${step}-r${round}`;
-}
+export { stepKey } from './names';
 
 /** The state of a freshly allocated episode: identity, key, provenance, nothing produced yet. */
 export function initialState(

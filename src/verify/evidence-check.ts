@@ -5,9 +5,9 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { EpisodeState, HistoryEntry } from '../domain/episode-state';
 import { parseWeekId } from '../domain/week-id';
-import { evidenceFiles } from '../migration/journal';
-import { isJsonObject, legacyHistoryEntrySchema, legacyStateSchema } from '../migration/legacy-format';
-import { mapLegacyEpisode } from '../migration/legacy-mapping';
+import { evidenceFiles } from '../legacy-migration/journal';
+import { isJsonObject, legacyHistoryEntrySchema, legacyStateSchema } from '../legacy-migration/legacy-format';
+import { mapLegacyEpisode } from '../legacy-migration/legacy-mapping';
 import { resolveInside, sha256Hex } from './media';
 import { ProblemCode, problem, type Problem } from './problem';
 import { readBytesIfExists } from './read-only-fs';

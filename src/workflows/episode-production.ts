@@ -12,7 +12,8 @@ import {
   type ProductionStatus,
   type ReworkInput,
 } from './messages';
-import { paidStepWorkflow, paidStepWorkflowId } from './paid-step';
+import { paidStepWorkflow } from './paid-step';
+import { paidStepWorkflowId, stepKey } from '../domain/names';
 
 const { recordProgress, completeEpisode } = proxyActivities<Activities>(lifecycleActivityOptions);
 
@@ -36,10 +37,6 @@ export type EpisodeProductionResult =
   | { outcome: 'approval_expired'; episodeId: string };
 
 type Decision = { kind: 'approve'; input: ApproveInput } | { kind: 'rework'; input: ReworkInput };
-
-export function productionWorkflowId(episodeId: string): string {
-  return `episode-${episodeId}`;
-}
 
 /**
  * Production of one existing episode (`episode-<id>`): video and cover, operator approval (with rework rounds),
@@ -135,7 +132,7 @@ export async function episodeProductionWorkflow(input: EpisodeProductionInput): 
   const entry = await completeEpisode({
     episodeId,
     completedAt: now(),
-    finalVideo: 'assembly-r0',
+    finalVideo: stepKey('assembly', 0),
     finalCover: 'cover-r0',
   });
   status.phase = 'completed';

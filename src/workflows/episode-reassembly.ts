@@ -2,7 +2,8 @@ import { ParentClosePolicy, executeChild, proxyActivities } from '@temporalio/wo
 import type { Activities } from '../activities';
 import type { CompletedStep } from '../activities/paid-steps';
 import { lifecycleActivityOptions } from './activity-options';
-import { paidStepWorkflow, paidStepWorkflowId } from './paid-step';
+import { paidStepWorkflow } from './paid-step';
+import { paidStepWorkflowId, stepKey } from '../domain/names';
 
 const { recordReassembly } = proxyActivities<Activities>(lifecycleActivityOptions);
 
@@ -15,10 +16,6 @@ export interface EpisodeReassemblyInput {
   coverJob: string;
 }
 
-export function reassemblyWorkflowId(episodeId: string, round: number): string {
-  return `episode-${episodeId}-reassembly-r${round}`;
-}
-
 /** A new final assembly of a completed episode: one more paid assembly round, then the final video is replaced. */
 export async function episodeReassemblyWorkflow(input: EpisodeReassemblyInput): Promise<CompletedStep> {
   const { episodeId, round } = input;
@@ -27,6 +24,6 @@ export async function episodeReassemblyWorkflow(input: EpisodeReassemblyInput): 
     args: [{ episodeId, step: 'assembly', round, spec: { video_job: input.videoJob, cover_job: input.coverJob } }],
     parentClosePolicy: ParentClosePolicy.ABANDON,
   });
-  await recordReassembly({ episodeId, assemblyStep: `assembly-r${round}` });
+  await recordReassembly({ episodeId, assemblyStep: stepKey('assembly', round) });
   return result;
 }

@@ -8,10 +8,6 @@ import { reconciledSignal, stepStatusQuery, type StepStatus } from './messages';
 const { submitPaidStep } = proxyActivities<Activities>(submitActivityOptions);
 const { awaitPaidStep } = proxyActivities<Activities>(awaitActivityOptions);
 
-export function paidStepWorkflowId(episodeId: string, step: string, round: number): string {
-  return `episode-${episodeId}-${step}-r${round}`;
-}
-
 /**
  * One paid step of one episode (`episode-<id>-<step>-r<round>`): Temporal refuses a second running copy, and the
  * submission protocol in the store refuses to pay twice across copies and retries. An unknown submission outcome

@@ -19,7 +19,8 @@ import {
   WeekIdSearchAttribute,
 } from '../shared';
 import { allocationActivityOptions } from './activity-options';
-import { episodeProductionWorkflow, productionWorkflowId } from './episode-production';
+import { episodeProductionWorkflow } from './episode-production';
+import { productionWorkflowId } from '../domain/names';
 
 const { allocateEpisode } = proxyActivities<Activities>(allocationActivityOptions);
 

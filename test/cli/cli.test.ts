@@ -7,7 +7,7 @@ import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { runCli } from '../helpers/processes';
-import type { VendorSimulator } from '../../src/vendor/simulator';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { startTestVendor, testDeps } from '../helpers/deps';
 import { createTestEnv, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { snapshotTree } from '../helpers/tree';

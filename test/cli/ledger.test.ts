@@ -4,7 +4,7 @@ import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState } from '../../src/domain/episode-state';
 import { initialState } from '../../src/domain/episode-state';
-import type { Charge } from '../../src/vendor/api';
+import type { Charge } from '../../src/vendor-api/api';
 
 const id = parseEpisodeId('2026-W32-0');
 const at = '2026-08-04T09:00:00.000Z';

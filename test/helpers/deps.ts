@@ -1,8 +1,12 @@
 /** Real activity dependencies for workflow tests: a store, the vendor simulator over HTTP, a spying key loader. */
 import type { ActivityDeps } from '../../src/activities';
 import type { EpisodeStore } from '../../src/store/episode-store';
-import type { CredentialsLoader } from '../../src/vendor/credentials';
-import { startVendorSimulator, type VendorSimulator, type VendorSimulatorOptions } from '../../src/vendor/simulator';
+import type { CredentialsLoader } from '../../src/vendor-api/credentials';
+import {
+  startVendorSimulator,
+  type VendorSimulator,
+  type VendorSimulatorOptions,
+} from '../../src/vendor-sim/simulator';
 
 /** Distinctive, so that a leak into a history, a log or a file is unmistakable. */
 export const WORKFLOW_TEST_API_KEY = 'sk-wf-test-SECRET-5b1e0c9d';

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import fc from 'fast-check';
 import { main } from '../../src/cli';
 import { ErrorType } from '../../src/shared';
-import { CLI, snapshotTree } from '../fixtures/legacy-harness';
+import { CLI, snapshotTree } from '../helpers/legacy-harness';
 import { collect } from '../helpers/processes';
 import { assertAllocationInvariants, assertOnlyWholeStoreFiles } from '../security/store-files';
 import { hostileString, nearValid, pathLike } from './arbitraries';

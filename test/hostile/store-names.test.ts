@@ -12,7 +12,7 @@ import { isPipelineError } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
-import { runCli } from '../fixtures/legacy-harness';
+import { runCli } from '../helpers/legacy-harness';
 import { pathLike } from './arbitraries';
 
 const by = { kind: 'test', note: 'store-names' } as const;

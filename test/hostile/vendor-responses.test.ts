@@ -2,7 +2,7 @@
  * The vendor client against random responses (fast-check): any status, any body (valid ones with one field changed,
  * arbitrary JSON, binary garbage, error bodies with hostile messages), any artifact headers. A call succeeds exactly
  * when the response is a valid answer to it; otherwise it is a VendorError whose type, retryability and submission
- * outcome follow the documented table, and whose message is one printable line. test/vendor/ covers the named cases
+ * outcome follow the documented table, and whose message is one printable line. test/vendor-api/ and test/vendor-sim/ cover the named cases
  * (oversized, slow, cut off, redirects); this explores the space between them.
  */
 import assert from 'node:assert/strict';
@@ -17,11 +17,11 @@ import {
   jobListSchema,
   pricesSchema,
   vendorJobSchema,
-} from '../../src/vendor/api';
-import type { VendorClient } from '../../src/vendor/client';
-import { isVendorError } from '../../src/vendor/vendor-error';
+} from '../../src/vendor-api/api';
+import type { VendorClient } from '../../src/vendor-api/client';
+import { isVendorError } from '../../src/vendor-api/vendor-error';
 import { ErrorType } from '../../src/shared';
-import { TEST_API_KEY, clientFor, useHostileServers, videoRequest } from '../vendor/helpers';
+import { TEST_API_KEY, clientFor, useHostileServers, videoRequest } from '../helpers/vendor';
 
 const money = { amount_cents: 4200, currency: 'USD' };
 const job = {

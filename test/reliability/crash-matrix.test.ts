@@ -2,7 +2,7 @@
  * The crash matrix: for every failpoint a weekly run reaches, a real weekly episode on the dev server whose worker
  * PROCESS is SIGKILLed exactly there; a fresh worker then finishes the run, and the invariants must hold (one episode
  * for the key, billing = ledger, one charge per step and round, `episodes verify` clean, no leftover lock).
- * Migration failpoints are not on this path; test/migration/crash.test.ts kills `episodes migrate` at each of them.
+ * Migration failpoints are not on this path; test/legacy-migration/crash.test.ts kills `episodes migrate` at each of them.
  */
 import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { FileEpisodeStore } from '../../src/store/file-store';
-import type { VendorSimulator } from '../../src/vendor/simulator';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { weeklyEpisodeWorkflow } from '../../src/workflows';
 import { startTestVendor, testDeps } from '../helpers/deps';
 import { REPO_ROOT, createTestEnv, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
@@ -53,7 +53,7 @@ const POINTS = [
   'fs.write@2',
   'fs.write@12',
 ];
-const MIGRATION_CRASH_TEST = 'test/migration/crash.test.ts';
+const MIGRATION_CRASH_TEST = 'test/legacy-migration/crash.test.ts';
 /** Points run a few at a time: most of a row is waiting for Temporal to time out the dead worker's tasks. */
 const CONCURRENCY = 4;
 

@@ -9,8 +9,9 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { EpisodeState } from '../../src/domain/episode-state';
+import { productionWorkflowId } from '../../src/domain/names';
 import { FileEpisodeStore } from '../../src/store/file-store';
-import type { VendorSimulator } from '../../src/vendor/simulator';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { VerifyReport } from '../../src/verify/verify-store';
 import type { EpisodeProductionResult } from '../../src/workflows/episode-production';
 import { approveSignal, statusQuery } from '../../src/workflows/messages';
@@ -153,7 +154,7 @@ export async function approveProductions(
     );
     await Promise.all(
       waiting.map(async (e) => {
-        const handle = client.workflow.getHandle(`episode-${e.episode_id}`);
+        const handle = client.workflow.getHandle(productionWorkflowId(e.episode_id));
         try {
           if ((await handle.query(statusQuery)).phase !== 'awaiting_approval') return;
           await handle.signal(approveSignal, { by: 'reliability-test' });

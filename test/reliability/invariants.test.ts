@@ -9,8 +9,8 @@ import * as path from 'node:path';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseWeekId } from '../../src/domain/week-id';
 import { FileEpisodeStore } from '../../src/store/file-store';
-import { VendorClient } from '../../src/vendor/client';
-import type { VendorSimulator } from '../../src/vendor/simulator';
+import { VendorClient } from '../../src/vendor-api/client';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { WORKFLOW_TEST_API_KEY, startTestVendor } from '../helpers/deps';
 import { assertInvariants } from './helpers';
 

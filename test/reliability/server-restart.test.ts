@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/shared';
-import type { VendorSimulator } from '../../src/vendor/simulator';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { weeklyEpisodeWorkflow } from '../../src/workflows';
 import { startTestVendor } from '../helpers/deps';
 import { temporalCliPath } from '../helpers/temporal';

@@ -14,7 +14,7 @@ import { ScheduleOverlapPolicy } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { FileEpisodeStore } from '../../src/store/file-store';
-import type { VendorSimulator } from '../../src/vendor/simulator';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { weeklyEpisodeWorkflow } from '../../src/workflows';
 import { startTestVendor } from '../helpers/deps';
 import { waitForScheduledRuns } from '../helpers/schedules';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { VendorSimulator } from '../../src/vendor/simulator';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { AllocOutcome } from '../helpers/alloc-client';
 import { startTestVendor } from '../helpers/deps';
 import { runNode } from '../helpers/processes';

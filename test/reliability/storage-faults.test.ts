@@ -16,7 +16,7 @@ import { isPipelineError, PipelineError } from '../../src/domain/errors';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
-import { runCli, snapshotTree } from '../fixtures/legacy-harness';
+import { runCli, snapshotTree } from '../helpers/legacy-harness';
 import { startTestVendor } from '../helpers/deps';
 import { collect } from '../helpers/processes';
 import { coverStep } from '../security/paid-step';

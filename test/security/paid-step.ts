@@ -3,8 +3,8 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { createPaidStepActivities, type CompletedStep } from '../../src/activities/paid-steps';
 import type { EpisodeStore } from '../../src/store/episode-store';
-import type { VendorSimulator } from '../../src/vendor/simulator';
-import type { CredentialsLoader } from '../../src/vendor/credentials';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
+import type { CredentialsLoader } from '../../src/vendor-api/credentials';
 import { spyingCredentials } from '../helpers/deps';
 
 export interface CoverStep {

@@ -15,8 +15,8 @@ import { parseEpisodeId, type EpisodeId } from '../../src/domain/episode-id';
 import { isPipelineError } from '../../src/domain/errors';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
-import type { VendorSimulator } from '../../src/vendor/simulator';
-import { runCli, snapshotTree } from '../fixtures/legacy-harness';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
+import { runCli, snapshotTree } from '../helpers/legacy-harness';
 import { startTestVendor } from '../helpers/deps';
 import { coverStep } from './paid-step';
 

@@ -1,12 +1,12 @@
 /**
  * The vendor simulator lets nothing but the exact key through (fast-check): random Authorization headers, near-misses
  * of the key (case, one character more or less, another scheme, the key without a scheme, the key in another header
- * or the query) are 401 and charge nothing; only `Bearer <key>` passes. test/vendor/simulator.test.ts covers the named
+ * or the query) are 401 and charge nothing; only `Bearer <key>` passes. test/vendor-sim/simulator.test.ts covers the named
  * cases on every route.
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { TEST_API_KEY, useSimulators, videoRequest } from '../vendor/helpers';
+import { TEST_API_KEY, useSimulators, videoRequest } from '../helpers/vendor';
 
 /** Header-safe characters (fetch refuses CR, LF and NUL in a header value before sending). */
 const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)) });

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import { parseWeekId } from '../../src/domain/week-id';
-import { migrateLegacyStore } from '../../src/migration/migrate';
+import { migrateLegacyStore } from '../../src/legacy-migration/migrate';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { ledgerTotals } from '../../src/store/postgres-copy';
@@ -13,7 +13,7 @@ import { PostgresEpisodeStore } from '../../src/store/postgres-store';
 import { fileStoreSource } from '../../src/verify/file-store-source';
 import { ProblemCode } from '../../src/verify/problem';
 import { verifyStore, type VerifyReport } from '../../src/verify/verify-store';
-import { writeLegacyFixture } from '../fixtures/legacy-fixture';
+import { writeLegacyFixture } from '../helpers/legacy-fixture';
 import { freshDatabase } from '../helpers/postgres';
 import { runCli } from '../helpers/processes';
 

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState, HistoryEntry } from '../../src/domain/episode-state';
-import { migrateLegacyStore } from '../../src/migration/migrate';
+import { migrateLegacyStore } from '../../src/legacy-migration/migrate';
 import { initialState } from '../../src/domain/episode-state';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { checkRecords } from '../../src/verify/checks';
@@ -12,7 +12,7 @@ import { ProblemCode } from '../../src/verify/problem';
 import type { Located } from '../../src/verify/source';
 import { episodeStoreSource } from '../../src/verify/store-source';
 import { verifyStore } from '../../src/verify/verify-store';
-import { legacyDirPerTest } from '../fixtures/legacy-harness';
+import { legacyDirPerTest } from '../helpers/legacy-harness';
 
 const AT = '2026-08-03T09:00:00Z';
 

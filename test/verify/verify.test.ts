@@ -4,12 +4,12 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { episodeStateSchema, historyEntrySchema } from '../../src/domain/episode-state';
-import { migrateLegacyStore } from '../../src/migration/migrate';
+import { migrateLegacyStore } from '../../src/legacy-migration/migrate';
 import { FileEpisodeStore, weekIndexSchema } from '../../src/store/file-store';
 import { ProblemCode, type Problem } from '../../src/verify/problem';
 import type { VerifyReport } from '../../src/verify/verify-store';
 import { collect } from '../helpers/processes';
-import { legacyDirPerTest, runCli, runCliJson, snapshotTree, tempDir } from '../fixtures/legacy-harness';
+import { legacyDirPerTest, runCli, runCliJson, snapshotTree, tempDir } from '../helpers/legacy-harness';
 
 const NOBODY = 65534;
 

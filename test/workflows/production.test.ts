@@ -16,7 +16,7 @@ import { parseEpisodeId, type EpisodeId } from '../../src/domain/episode-id';
 import { parseWeekId } from '../../src/domain/week-id';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
-import type { VendorSimulator } from '../../src/vendor/simulator';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { episodeProductionWorkflow, paidStepWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
 import { approveSignal, requestReworkSignal, statusQuery, stepStatusQuery } from '../../src/workflows/messages';
 import {

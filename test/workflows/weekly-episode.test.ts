@@ -17,7 +17,7 @@ import { spawnNode } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { startTestVendor, testDeps } from '../helpers/deps';
 import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
-import type { VendorSimulator } from '../../src/vendor/simulator';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 
 describe('weeklyEpisodeWorkflow on the dev server', function () {
   this.timeout(120_000);

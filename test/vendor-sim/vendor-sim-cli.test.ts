@@ -4,8 +4,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { VendorClient } from '../../src/vendor/client';
-import { raw, TEST_API_KEY, videoRequest } from './helpers';
+import { VendorClient } from '../../src/vendor-api/client';
+import { raw, TEST_API_KEY, videoRequest } from '../helpers/vendor';
 
 const CLI = path.resolve(__dirname, '..', '..', 'src', 'cli.js');
 

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { raw, sleep, TEST_API_KEY, useSimulators, videoRequest, waitFor } from './helpers';
+import { raw, sleep, TEST_API_KEY, useSimulators, videoRequest, waitFor } from '../helpers/vendor';
 
 describe('vendor simulator (raw HTTP)', () => {
   const startSim = useSimulators();

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { episodeStateSchema } from '../../src/domain/episode-state';
-import type { MigrationReport } from '../../src/migration/migrate';
+import type { MigrationReport } from '../../src/legacy-migration/migrate';
 import { weekIndexSchema } from '../../src/store/file-store';
 import type { VerifyReport } from '../../src/verify/verify-store';
-import { LEGACY_WEEKS, writeLegacyFixture } from '../fixtures/legacy-fixture';
-import { readJson, runCli, runCliJson, snapshotTree, tempDir } from '../fixtures/legacy-harness';
+import { LEGACY_WEEKS, writeLegacyFixture } from '../helpers/legacy-fixture';
+import { readJson, runCli, runCliJson, snapshotTree, tempDir } from '../helpers/legacy-harness';
 
 /** Every failpoint of the migration, once per week for the per-week steps (`@n`: the n-th time it is reached). */
 const KILL_POINTS: string[] = [

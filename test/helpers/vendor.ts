@@ -3,9 +3,13 @@ import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
-import { VendorClient, type VendorClientOptions } from '../../src/vendor/client';
-import { startVendorSimulator, type VendorSimulator, type VendorSimulatorOptions } from '../../src/vendor/simulator';
-import { isVendorError, type VendorError } from '../../src/vendor/vendor-error';
+import { VendorClient, type VendorClientOptions } from '../../src/vendor-api/client';
+import {
+  startVendorSimulator,
+  type VendorSimulator,
+  type VendorSimulatorOptions,
+} from '../../src/vendor-sim/simulator';
+import { isVendorError, type VendorError } from '../../src/vendor-api/vendor-error';
 
 /** Distinctive, so a leak anywhere is unmistakable. */
 export const TEST_API_KEY = 'sk-test-7f3a9c21-SECRET-d4e8b6';

@@ -5,8 +5,8 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { collect } from '../helpers/processes';
-import { writeLegacyFixture } from '../fixtures/legacy-fixture';
-import { readJson, runCli, tempDir } from '../fixtures/legacy-harness';
+import { writeLegacyFixture } from '../helpers/legacy-fixture';
+import { readJson, runCli, tempDir } from '../helpers/legacy-harness';
 
 const PRELOAD = path.join(__dirname, 'trap-preload.js');
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { ErrorType } from '../../src/shared';
 import { isPipelineError } from '../../src/domain/errors';
-import { VendorClient } from '../../src/vendor/client';
+import { VendorClient } from '../../src/vendor-api/client';
 import {
   closedPort,
   clientFor,
@@ -17,7 +17,7 @@ import {
   videoRequest,
   waitFor,
   asVendorError,
-} from './helpers';
+} from '../helpers/vendor';
 
 describe('vendor client against the simulator', () => {
   const startSim = useSimulators();

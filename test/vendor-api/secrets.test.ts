@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
-import { VendorClient, type VendorClientLogger } from '../../src/vendor/client';
+import { VendorClient, type VendorClientLogger } from '../../src/vendor-api/client';
 import {
   assertNoSecret,
   closedPort,
@@ -15,7 +15,7 @@ import {
   useHostileServers,
   useSimulators,
   videoRequest,
-} from './helpers';
+} from '../helpers/vendor';
 
 function capturingLogger(): { logger: VendorClientLogger; lines: string[] } {
   const lines: string[] = [];

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { episodeStateSchema, historyEntrySchema } from '../../src/domain/episode-state';
-import type { MigrationReport } from '../../src/migration/migrate';
+import type { MigrationReport } from '../../src/legacy-migration/migrate';
 import { weekIndexSchema } from '../../src/store/file-store';
 import type { VerifyReport } from '../../src/verify/verify-store';
-import { LEGACY_WEEKS } from '../fixtures/legacy-fixture';
-import { legacyDirPerTest, readJson, runCliJson, sha256, snapshotTree } from '../fixtures/legacy-harness';
+import { LEGACY_WEEKS } from '../helpers/legacy-fixture';
+import { legacyDirPerTest, readJson, runCliJson, sha256, snapshotTree } from '../helpers/legacy-harness';
 
 interface LegacyJob {
   step: string;

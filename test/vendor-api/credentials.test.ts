@@ -4,10 +4,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { isPipelineError } from '../../src/domain/errors';
 import { ErrorType } from '../../src/shared';
-import { createVendorClient } from '../../src/vendor/client';
-import { envCredentialsLoader, type CredentialsLoader } from '../../src/vendor/credentials';
-import { vendorEndpointFromEnv } from '../../src/vendor/endpoint';
-import { assertNoSecret, rejection, TEST_API_KEY } from './helpers';
+import { createVendorClient } from '../../src/vendor-api/client';
+import { envCredentialsLoader, type CredentialsLoader } from '../../src/vendor-api/credentials';
+import { vendorEndpointFromEnv } from '../../src/vendor-api/endpoint';
+import { assertNoSecret, rejection, TEST_API_KEY } from '../helpers/vendor';
 
 function keyFile(content: string, mode = 0o600): string {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'vendor-key-')), 'key');

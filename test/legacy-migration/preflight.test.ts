@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { MigrationReport } from '../../src/migration/migrate';
+import type { MigrationReport } from '../../src/legacy-migration/migrate';
 import { ProblemCode, type Problem } from '../../src/verify/problem';
 import type { VerifyReport } from '../../src/verify/verify-store';
-import type { LegacyFixture } from '../fixtures/legacy-fixture';
-import { legacyDirPerTest, runCli, runCliJson, snapshotTree } from '../fixtures/legacy-harness';
+import type { LegacyFixture } from '../helpers/legacy-fixture';
+import { legacyDirPerTest, runCli, runCliJson, snapshotTree } from '../helpers/legacy-harness';
 
 interface Damage {
   title: string;

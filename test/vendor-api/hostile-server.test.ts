@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type * as http from 'node:http';
 import { ErrorType } from '../../src/shared';
-import { clientFor, rejection, useHostileServers, videoRequest, asVendorError } from './helpers';
+import { clientFor, rejection, useHostileServers, videoRequest, asVendorError } from '../helpers/vendor';
 
 const accepted = {
   job_id: 'job_1',

@@ -29,7 +29,7 @@ import {
   type JobRequest,
   type JobStatus,
   type VendorJob,
-} from './api';
+} from '../vendor-api/api';
 
 export const vendorFaultsSchema = z.strictObject({
   /** Delay before the vendor works on a valid request (new submissions are "in flight" meanwhile). */

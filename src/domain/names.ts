@@ -1,0 +1,36 @@
+/**
+ * Every deterministic name of the pipeline in one place: task queue, schedule, workflow IDs, step keys and vendor
+ * idempotency keys. Pure and importable from workflow code; workflows, activities, the CLI and tests all use it, so a
+ * name is never spelled twice. Changing any of these changes what a running production looks up: treat as a format.
+ */
+import type { PaidStep } from './episode-state';
+
+export const TASK_QUEUE = 'weekly-media';
+export const SCHEDULE_ID = 'weekly-media';
+/** Base of scheduled workflow IDs: a schedule names each run `<base>-<nominal time>`. */
+export const SCHEDULED_WORKFLOW_ID_BASE = 'weekly-media';
+
+/** `episode-<id>`: the production workflow of one episode. */
+export function productionWorkflowId(episodeId: string): string {
+  return `episode-${episodeId}`;
+}
+
+/** `<step>-r<round>` (`video-r0`, `rework-r2`): the key of one paid step in an episode's state and ledger. */
+export function stepKey(step: PaidStep, round: number): string {
+  return `${step}-r${round}`;
+}
+
+/** `episode-<id>-<step>-r<round>`: the child workflow of one paid step. */
+export function paidStepWorkflowId(episodeId: string, step: PaidStep, round: number): string {
+  return `${productionWorkflowId(episodeId)}-${stepKey(step, round)}`;
+}
+
+/** `episode-<id>-reassembly-r<round>`: a reassembly of a completed episode. */
+export function reassemblyWorkflowId(episodeId: string, round: number): string {
+  return `${productionWorkflowId(episodeId)}-reassembly-r${round}`;
+}
+
+/** `<episode_id>:<step>:r<round>`: the vendor idempotency key (and client_ref) of one paid step. */
+export function idempotencyKey(episodeId: string, step: PaidStep, round: number): string {
+  return `${episodeId}:${step}:r${round}`;
+}
