@@ -2,7 +2,8 @@ import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
 import type { EpisodeStore } from './episode-store';
 import { FileEpisodeStore, defaultDataDir } from './file-store';
-import { PostgresEpisodeStore, isPostgresUrl } from './postgres-store';
+import { PostgresEpisodeStore } from './postgres-store';
+import { isPostgresUrl } from './postgres-url';
 
 export interface StoreSelection {
   /** File store directory (default: EPISODES_DATA_DIR or ./data). */

@@ -12,13 +12,15 @@
  *   history         completed history, one immutable JSONB entry per episode
  *
  * Media never enter the database: they stay on the file system under `<media root>/<episode_id>/` (root:
- * EPISODES_MEDIA_DIR, default ./data/media; on several hosts, a shared mount), and the row records that path. Schema migrations (postgres-migrations/) are applied on first use, under their own lock.
+ * EPISODES_MEDIA_DIR, default ./data/media; on several hosts, a shared mount), and the row records that path. Schema
+ * migrations (postgres-migrations/runner.ts) are applied on first use, under their own lock. Rows are mapped in
+ * postgres-rows.ts, errors in postgres-errors.ts.
  */
 import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { DatabaseError, Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
+import { Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
 import { z } from 'zod';
-import { decideAllocation, type StoredEpisodeRef } from '../domain/allocation';
+import { decideAllocation } from '../domain/allocation';
 import type { EpisodeId } from '../domain/episode-id';
 import {
   episodeStateSchema,
@@ -33,12 +35,13 @@ import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
-import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './postgres-migrations';
+import { isUniqueViolation, toStoreError } from './postgres-errors';
+import { applyMigrations } from './postgres-migrations/runner';
+import { EPISODE_COLUMNS, historyValues, json, jsonOrNull, parseRow, stateFromRow, toRef } from './postgres-rows';
+import { defaultMediaDir, describePostgresUrl } from './postgres-url';
 
 /** Key of the one pipeline-wide advisory lock ("EPIS" in ASCII). Every process of every version must agree on it. */
 export const PIPELINE_LOCK_ID = 0x45504953;
-/** Serialises schema migrations of processes starting at the same time. */
-export const MIGRATION_LOCK_ID = PIPELINE_LOCK_ID + 1;
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` (credentials never appear in `description` or errors). */
@@ -57,42 +60,7 @@ export interface PostgresStoreOptions {
   unsafeDisableLockForTests?: boolean;
 }
 
-export function defaultMediaDir(): string {
-  return path.resolve(process.env.EPISODES_MEDIA_DIR ?? './data/media');
-}
-
-export function isPostgresUrl(url: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(url);
-}
-
-/** host:port/database of a URL, without user or password. */
-export function describePostgresUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`;
-  } catch {
-    return '(unparseable URL)';
-  }
-}
-
 type Db = Pool | PoolClient;
-
-const EPISODE_COLUMNS = `
-  e.episode_id, e.week_id, e.sequence, e.allocation_key, e.allocated_by, e.created_at, e.status, e.approval, e.media,
-  e.completed_at, e.migration, e.legacy,
-  COALESCE((SELECT jsonb_object_agg(j.step_key, j.record) FROM remote_jobs j WHERE j.episode_id = e.episode_id),
-           '{}'::jsonb) AS steps,
-  COALESCE((SELECT jsonb_agg(jsonb_build_object('step', l.step, 'round', l.round, 'remote_job_id', l.remote_job_id,
-                                                'amount_cents', l.amount_cents, 'currency', l.currency,
-                                                'recorded_at', l.recorded_at) ORDER BY l.position)
-            FROM ledger_entries l WHERE l.episode_id = e.episode_id), '[]'::jsonb) AS ledger`;
-
-const refRowSchema = z.object({
-  episode_id: z.string(),
-  week_id: z.string(),
-  sequence: z.number().int(),
-  allocation_key: z.string().nullable(),
-});
 
 export class PostgresEpisodeStore implements EpisodeStore {
   readonly description: string;
@@ -452,41 +420,9 @@ export class PostgresEpisodeStore implements EpisodeStore {
   }
 
   private async migrate(): Promise<void> {
-    MIGRATIONS.forEach((m, i) => {
-      if (m.version !== i + 1)
-        throw new Error(`postgres migration ${m.name} has version ${m.version}, expected ${i + 1}`);
-    });
-    await this.transaction('migrate schema', async (client) => {
-      await this.query(client, 'take migration lock', 'SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID]);
-      await this.query(
-        client,
-        'migrate schema',
-        `CREATE TABLE IF NOT EXISTS schema_migrations (
-           version    integer PRIMARY KEY,
-           name       text NOT NULL,
-           applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      const { rows } = await this.query(client, 'migrate schema', 'SELECT version FROM schema_migrations');
-      const applied = new Set(rows.map((r) => z.number().int().parse(r.version)));
-      const newest = Math.max(0, ...applied);
-      if (newest > LATEST_SCHEMA_VERSION) {
-        throw new PipelineError(
-          ErrorType.InvalidState,
-          `the ${this.description} has schema version ${newest}, newer than this build knows ` +
-            `(${LATEST_SCHEMA_VERSION}); upgrade this process`,
-        );
-      }
-      for (const m of MIGRATIONS) {
-        if (applied.has(m.version)) continue;
-        await this.query(client, `apply migration ${m.version}`, m.sql);
-        await this.query(
-          client,
-          `apply migration ${m.version}`,
-          'INSERT INTO schema_migrations (version, name) VALUES ($1, $2)',
-          [m.version, m.name],
-        );
-      }
-    });
+    await this.transaction('migrate schema', (client) =>
+      applyMigrations((what, text, values) => this.query(client, what, text, values), this.description),
+    );
   }
 
   private async transaction<T>(what: string, body: (client: PoolClient) => Promise<T>): Promise<T> {
@@ -533,106 +469,4 @@ export class PostgresEpisodeStore implements EpisodeStore {
       throw toStoreError(e, `${what} on the ${this.description}`);
     }
   }
-}
-
-function toRef(row: Record<string, unknown>): StoredEpisodeRef {
-  const r = parseRow(`episodes row ${String(row.episode_id)}`, refRowSchema, row);
-  // The ids are re-checked by decideAllocation; the casts only carry the brands.
-  return {
-    episodeId: r.episode_id as EpisodeId,
-    weekId: r.week_id as WeekId,
-    sequence: r.sequence,
-    allocationKey: r.allocation_key,
-  };
-}
-
-function stateFromRow(row: Record<string, unknown>): EpisodeState {
-  const { migration, legacy, ...rest } = row;
-  return parseRow(`episodes row ${String(row.episode_id)}`, episodeStateSchema, {
-    schema: 'episode-state/v1',
-    ...rest,
-    ...(migration === null ? {} : { migration }),
-    ...(legacy === null ? {} : { legacy }),
-  });
-}
-
-function parseRow<S extends z.ZodType>(where: string, schema: S, value: unknown): z.output<S> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const at = issue?.path.length ? issue.path.join('.') : '(root)';
-    throw new PipelineError(
-      ErrorType.StoreCorrupt,
-      `${where}: unexpected content at ${at}: ${issue?.message ?? 'schema mismatch'}`,
-      { where },
-    );
-  }
-  return parsed.data;
-}
-
-function historyValues(entry: HistoryEntry): unknown[] {
-  return [
-    entry.episode_id,
-    entry.week_id,
-    entry.sequence,
-    entry.allocation_key,
-    entry.completed_at,
-    entry.total_cost_cents,
-    entry.currency,
-    json(entry),
-  ];
-}
-
-function json(value: unknown): string {
-  return JSON.stringify(value);
-}
-
-function jsonOrNull(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
-}
-
-function isUniqueViolation(e: unknown): boolean {
-  return e instanceof PipelineError && e.details.sqlstate === '23505';
-}
-
-/** Connection-level trouble a retry can fix: network errors, server restarts, too many connections. */
-const RETRYABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/**
- * SQLSTATE → ErrorType. Integrity violations and schema mismatches are StoreCorrupt (a retry cannot fix them);
- * lock_not_available is LockTimeout; everything else, connection errors first, is a retryable StorageFailure.
- */
-export function toStoreError(e: unknown, what: string): PipelineError {
-  if (e instanceof PipelineError) return e;
-  if (e instanceof DatabaseError) {
-    const sqlstate = e.code ?? '';
-    const details = { sqlstate, constraint: e.constraint ?? null, table: e.table ?? null };
-    if (sqlstate === '55P03') {
-      return new PipelineError(ErrorType.LockTimeout, `${what}: pipeline lock still held by another process`, details, {
-        cause: e,
-      });
-    }
-    if (sqlstate.startsWith('23') || sqlstate.startsWith('42')) {
-      const why = sqlstate.startsWith('23') ? `constraint ${e.constraint ?? '?'} refused the write` : 'schema mismatch';
-      return new PipelineError(
-        ErrorType.StoreCorrupt,
-        `${what}: ${why} (SQLSTATE ${sqlstate}: ${e.message})`,
-        details,
-        {
-          cause: e,
-        },
-      );
-    }
-    return new PipelineError(ErrorType.StorageFailure, `${what}: SQLSTATE ${sqlstate}: ${e.message}`, details, {
-      cause: e,
-    });
-  }
-  const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  const message = e instanceof Error ? e.message : String(e);
-  return new PipelineError(
-    ErrorType.StorageFailure,
-    `${what}: ${code && RETRYABLE_NODE_CODES.has(code) ? code : message}`,
-    { code: code ?? null },
-    { cause: e },
-  );
 }
