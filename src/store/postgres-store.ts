@@ -56,6 +56,11 @@ export interface PostgresStoreOptions {
    */
   staleMs?: number;
   poolSize?: number;
+  /**
+   * The sessions' application_name (pg_stat_activity), one per process so that an operator or a test can tell whose
+   * connection holds the lock: `episodes-worker-<host>-<pid>`, `episodes-cli-<command>-<pid>`.
+   */
+  applicationName?: string;
   /** Test-only: skip the advisory lock so that tests can show the constraints catch what the lock would have. */
   unsafeDisableLockForTests?: boolean;
 }
@@ -81,7 +86,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: 10_000,
       idle_in_transaction_session_timeout: Math.max(2_000, options.staleMs ?? DEFAULT_LOCK_OPTIONS.staleMs),
-      application_name: 'weekly-media-pipeline',
+      application_name: (options.applicationName ?? `episodes-${process.pid}`).slice(0, 63),
       keepAlive: true,
     });
     // An idle client losing its connection is reported here; the next query on a fresh client reports it properly.
