@@ -12,7 +12,7 @@
 #   scripts/postgres-test-server.sh shutdown-smart    begin a smart shutdown, do not wait (new sessions: 57P03)
 #   scripts/postgres-test-server.sh resume            start again on the same data and port (crash recovery runs)
 #   scripts/postgres-test-server.sh restart           fast stop + start, e.g. to apply `ALTER SYSTEM SET max_connections`
-#   scripts/postgres-test-server.sh sql 'STATEMENT'   run one statement as the admin user, e.g.
+#   scripts/postgres-test-server.sh sql 'STATEMENT' [DB]  one statement as the admin user (on DB), e.g.
 #                                                    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ...`
 #
 # State (URL, cluster path) lives in $PGTEST_DIR (default .pgtest/default, git-ignored); mocha uses one per process.
@@ -166,6 +166,7 @@ ctl() {
 sql() {
   local url bindir
   url="$(cat "$STATE_DIR/url")"
+  [ -z "${2:-}" ] || url="${url%/*}/$2"
   bindir="$(find_bindir)"
   "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$url" -c "$1"
 }
@@ -180,7 +181,7 @@ case "${1:-}" in
   shutdown-smart) ctl -m smart -W stop >/dev/null ;;
   resume) ctl -w -t 60 start >/dev/null ;;
   restart) ctl -m fast -w -t 60 restart >/dev/null ;;
-  sql) sql "${2:?sql needs a statement}" ;;
+  sql) sql "${2:?sql needs a statement}" "${3:-}" ;;
   *)
     echo "usage: $0 {ensure-installed|start|url|status|stop|crash|resume|restart|sql STATEMENT}" >&2
     exit 2

@@ -28,6 +28,8 @@ export const ErrorType = {
   VendorUnavailable: 'VendorUnavailable',
   CredentialsMissing: 'CredentialsMissing',
   InvalidState: 'InvalidState',
+  /** The vendor no longer knows a job we saved (its state lost): the step is parked, retried until an operator acts. */
+  RemoteJobUnknown: 'RemoteJobUnknown',
 } as const;
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 

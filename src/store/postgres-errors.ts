@@ -6,7 +6,8 @@
  *   reason                 SQLSTATE / node error                              type             retry
  *   connection-lost        08xxx, ECONNRESET/EPIPE, "Connection terminated"   StorageFailure   yes
  *   unreachable            ECONNREFUSED/ETIMEDOUT/ENOTFOUND, connect timeout  StorageFailure   yes
- *   server-shutting-down   57P01 admin, 57P02 crash, 57P03 cannot connect now StorageFailure   yes
+ *   session-ended          57P01 admin/terminated, 57P02 crash, 57P03 cannot  StorageFailure   yes
+ *                          connect now, 25P03 idle-in-transaction timeout
  *   too-many-connections   53300                                              StorageFailure   yes
  *   server-resources       53xxx (disk full, out of memory), 58xxx            StorageFailure   yes
  *   statement-timeout      57014 (statement_timeout or a cancel)              StorageFailure   yes
@@ -29,7 +30,7 @@ import { ErrorType } from '../shared';
 export type StoreErrorReason =
   | 'connection-lost'
   | 'unreachable'
-  | 'server-shutting-down'
+  | 'session-ended'
   | 'too-many-connections'
   | 'server-resources'
   | 'statement-timeout'
@@ -61,7 +62,7 @@ const CONNECT_TIMEOUT_MESSAGES = /timeout exceeded when trying to connect|connec
 
 const SQLSTATE_REASONS: readonly [RegExp, StoreErrorReason][] = [
   [/^08/, 'connection-lost'],
-  [/^57P0[123]$/, 'server-shutting-down'],
+  [/^(57P0[123]|25P03)$/, 'session-ended'],
   [/^53300$/, 'too-many-connections'],
   [/^5[38]/, 'server-resources'],
   [/^57014$/, 'statement-timeout'],
@@ -77,7 +78,7 @@ const SQLSTATE_REASONS: readonly [RegExp, StoreErrorReason][] = [
 const TYPE_OF: Record<StoreErrorReason, ErrorType> = {
   'connection-lost': ErrorType.StorageFailure,
   unreachable: ErrorType.StorageFailure,
-  'server-shutting-down': ErrorType.StorageFailure,
+  'session-ended': ErrorType.StorageFailure,
   'too-many-connections': ErrorType.StorageFailure,
   'server-resources': ErrorType.StorageFailure,
   'statement-timeout': ErrorType.StorageFailure,
@@ -94,7 +95,7 @@ const TYPE_OF: Record<StoreErrorReason, ErrorType> = {
 const EXPLAIN: Record<StoreErrorReason, string> = {
   'connection-lost': 'connection to the server lost; nothing was committed, retry',
   unreachable: 'server unreachable; retry once it is up',
-  'server-shutting-down': 'session ended by the server (shutdown, restart or terminated); nothing was committed, retry',
+  'session-ended': 'session ended by the server (shutdown, restart or terminated); nothing was committed, retry',
   'too-many-connections': 'server has no free connection (max_connections); retry once connections free up',
   'server-resources': 'server out of resources; retry',
   'statement-timeout': 'statement cancelled (statement_timeout); nothing was committed, retry',

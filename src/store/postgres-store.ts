@@ -20,7 +20,7 @@ import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
 import { z } from 'zod';
-import { decideAllocation } from '../domain/allocation';
+import { decideAllocation, type AllocationDecision } from '../domain/allocation';
 import type { EpisodeId } from '../domain/episode-id';
 import {
   episodeStateSchema,
@@ -63,6 +63,8 @@ export interface PostgresStoreOptions {
   applicationName?: string;
   /** Test-only: skip the advisory lock so that tests can show the constraints catch what the lock would have. */
   unsafeDisableLockForTests?: boolean;
+  // Test-only, from the environment: EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS=1 decides and inserts in two
+  // transactions (the lock released in between), so that the fault tests can show the harness sees what that breaks.
 }
 
 type Db = Pool | PoolClient;
@@ -73,6 +75,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
   private readonly pool: Pool;
   private readonly lockTimeoutMs: number;
   private readonly unsafeNoLock: boolean;
+  private readonly unsafeSplit: boolean;
   private migrated?: Promise<void>;
   private closed = false;
 
@@ -81,6 +84,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
     this.mediaRoot = path.resolve(options.mediaDir ?? defaultMediaDir());
     this.lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_OPTIONS.timeoutMs;
     this.unsafeNoLock = options.unsafeDisableLockForTests ?? process.env.EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS === '1';
+    this.unsafeSplit = process.env.EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS === '1';
     this.pool = new Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -308,31 +312,49 @@ export class PostgresEpisodeStore implements EpisodeStore {
   }
 
   private async allocateOnce(request: AllocationRequest): Promise<AllocationResult> {
-    const { allocationKey: key, weekId } = request;
+    if (this.unsafeSplit) return this.allocateSplitForTests(request);
     return this.transaction('allocate', async (client) => {
-      await this.takePipelineLock(client);
-      const { rows } = await this.query(
-        client,
-        'read allocation facts',
-        `SELECT episode_id, week_id, sequence, allocation_key FROM episodes WHERE allocation_key = $1 OR week_id = $2`,
-        [key, weekId],
-      );
-      const refs = rows.map((row) => toRef(row));
-      const decision = decideAllocation({
-        key,
-        weekId,
-        keyMatches: refs.filter((r) => r.allocationKey === key),
-        weekEpisodes: refs.filter((r) => r.weekId === weekId),
-      });
-      if (decision.kind === 'existing') {
-        const { episodeId, weekId: week, sequence } = decision.episode;
-        return { episodeId, weekId: week, sequence, created: false };
-      }
+      const decision = await this.decide(client, request);
+      if (decision.kind === 'existing') return existingResult(decision);
       await failpoint('allocation.decided');
-      const state = initialState(decision, key, request.allocatedBy, new Date().toISOString());
-      await this.insertEpisode(client, state);
-      return { episodeId: decision.episodeId, weekId, sequence: decision.sequence, created: true };
+      await this.insertEpisode(client, this.newState(request, decision));
+      return { episodeId: decision.episodeId, weekId: request.weekId, sequence: decision.sequence, created: true };
     });
+  }
+
+  /** Test-only: decide in one transaction and insert in another, so that tests show what the single one prevents. */
+  private async allocateSplitForTests(request: AllocationRequest): Promise<AllocationResult> {
+    const decision = await this.transaction('allocate (split, unsafe)', (client) => this.decide(client, request));
+    if (decision.kind === 'existing') return existingResult(decision);
+    await failpoint('allocation.decided');
+    await this.transaction('allocate (split, unsafe)', async (client) => {
+      await this.takePipelineLock(client);
+      await this.insertEpisode(client, this.newState(request, decision));
+    });
+    return { episodeId: decision.episodeId, weekId: request.weekId, sequence: decision.sequence, created: true };
+  }
+
+  /** Takes the pipeline lock and decides from the committed facts (inside the caller's transaction). */
+  private async decide(client: PoolClient, request: AllocationRequest): Promise<AllocationDecision> {
+    const { allocationKey: key, weekId } = request;
+    await this.takePipelineLock(client);
+    const { rows } = await this.query(
+      client,
+      'read allocation facts',
+      `SELECT episode_id, week_id, sequence, allocation_key FROM episodes WHERE allocation_key = $1 OR week_id = $2`,
+      [key, weekId],
+    );
+    const refs = rows.map((row) => toRef(row));
+    return decideAllocation({
+      key,
+      weekId,
+      keyMatches: refs.filter((r) => r.allocationKey === key),
+      weekEpisodes: refs.filter((r) => r.weekId === weekId),
+    });
+  }
+
+  private newState(request: AllocationRequest, decision: Extract<AllocationDecision, { kind: 'new' }>): EpisodeState {
+    return initialState(decision, request.allocationKey, request.allocatedBy, new Date().toISOString());
   }
 
   private async takePipelineLock(client: PoolClient): Promise<void> {
@@ -474,4 +496,9 @@ export class PostgresEpisodeStore implements EpisodeStore {
       throw toStoreError(e, `${what} on the ${this.description}`);
     }
   }
+}
+
+function existingResult(decision: Extract<AllocationDecision, { kind: 'existing' }>): AllocationResult {
+  const { episodeId, weekId, sequence } = decision.episode;
+  return { episodeId, weekId, sequence, created: false };
 }

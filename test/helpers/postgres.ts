@@ -122,6 +122,11 @@ export class PostgresFaultServer {
     return this.script('sql', statement);
   }
 
+  /** One statement on another database of this server. */
+  sqlOn(database: string, statement: string): Promise<string> {
+    return this.script('sql', statement, database);
+  }
+
   /** Ends every backend whose application_name starts with `prefix`; how many. */
   async terminateApplication(prefix: string): Promise<number> {
     const out = await this.sql(

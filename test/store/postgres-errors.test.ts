@@ -78,7 +78,7 @@ describe('postgres error mapping: real failures captured from the server', funct
       await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [[busyPid, idlePid]]);
       expectMapped('57P01', await running, {
         sqlstate: '57P01',
-        reason: 'server-shutting-down',
+        reason: 'session-ended',
         type: ErrorType.StorageFailure,
         retryable: true,
       });
@@ -251,7 +251,7 @@ describe('postgres error mapping: real failures captured from the server', funct
       });
       expectMapped('57P02 as an error', asError, {
         sqlstate: '57P02',
-        reason: 'server-shutting-down',
+        reason: 'session-ended',
         type: ErrorType.StorageFailure,
         retryable: true,
       });
@@ -268,7 +268,7 @@ describe('postgres error mapping: real failures captured from the server', funct
       }
       expectMapped('57P03', refused, {
         sqlstate: '57P03',
-        reason: 'server-shutting-down',
+        reason: 'session-ended',
         type: ErrorType.StorageFailure,
         retryable: true,
       });
