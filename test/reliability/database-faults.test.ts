@@ -40,6 +40,7 @@ const FULL = process.env.EPISODES_FAULTS === 'full';
  */
 const WITHOUT_LOCK = process.env.RELIABILITY_PROOF_NO_LOCK === '1';
 const SPLIT_TX = process.env.RELIABILITY_PROOF_SPLIT_TX === '1';
+const PROOF = WITHOUT_LOCK || SPLIT_TX;
 
 interface Context {
   server: PostgresFaultServer;
@@ -145,6 +146,12 @@ const SCENARIOS: Scenario[] = [
     runs: 4,
     failpoints: 'allocation.decided=delay:2000',
     async inject(ctx) {
+      if (PROOF) {
+        // Without the lock (or with it released early) nobody waits: fault whoever holds it half-way through the delay.
+        await sleep(1_500);
+        await ctx.server.terminateLockHolder(PIPELINE_LOCK_ID);
+        return;
+      }
       await until(
         'a waiter behind the lock holder',
         async () => ((await lockWaiters(ctx)) >= 1 ? true : undefined),
@@ -283,7 +290,7 @@ describe('database faults: 3 worker processes on one PostgreSQL, the server faul
         // The schema first (workers would apply it too), so that a proof run can take the second layer away.
         const setup = new PostgresEpisodeStore({ url: db, mediaDir: target.mediaDir });
         await setup.ready().finally(() => setup.close());
-        if (WITHOUT_LOCK || SPLIT_TX) {
+        if (PROOF) {
           await ctx.sql(
             'ALTER TABLE episodes DROP CONSTRAINT episodes_week_sequence_key, DROP CONSTRAINT episodes_pkey CASCADE',
           );
