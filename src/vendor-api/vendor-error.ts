@@ -1,5 +1,5 @@
 import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { type ErrorType } from '../shared';
 
 /**
  * What a failed submission means for the money:

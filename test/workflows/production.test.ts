@@ -17,7 +17,7 @@ import { parseWeekId } from '../../src/domain/week-id';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
-import { episodeProductionWorkflow, paidStepWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
+import { episodeProductionWorkflow, paidStepWorkflow, type weeklyEpisodeWorkflow } from '../../src/workflows';
 import { approveSignal, requestReworkSignal, statusQuery, stepStatusQuery } from '../../src/workflows/messages';
 import {
   WORKFLOW_TEST_API_KEY,
