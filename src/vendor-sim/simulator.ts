@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { PipelineError } from '../domain/errors';
+import { firstIssue } from '../domain/zod-issue';
 import { ensureDirDurable, readJsonFile, writeJsonDurable } from '../store/durable-fs';
 import { ErrorType } from '../shared';
 import {
@@ -569,8 +570,8 @@ function parseJobRequest(body: Buffer): JobRequest | string {
   }
   const parsed = jobRequestSchema.safeParse(json);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  return `invalid ${issue?.path.map(String).join('.') || 'body'}: ${issue?.message ?? 'schema mismatch'}`;
+  const { at, message } = firstIssue(parsed.error, 'body');
+  return `invalid ${at}: ${message}`;
 }
 
 /** Same request ⇔ same canonical JSON (object keys sorted), so key order and whitespace do not matter. */
