@@ -186,11 +186,10 @@ function parseLegacyHistory(file: string, bytes: Buffer, problems: Problem[]): M
     const parsed = legacyHistoryEntrySchema.safeParse(value);
     if (!parsed.success || !isJsonObject(value)) {
       problems.push(
-        problem(
-          ProblemCode.LegacyHistoryInvalid,
-          `entry ${key}: ${unexpectedContent(parsed.error, 'not an object')}`,
-          { episode_id: weekId, file },
-        ),
+        problem(ProblemCode.LegacyHistoryInvalid, `entry ${key}: ${unexpectedContent(parsed.error, 'not an object')}`, {
+          episode_id: weekId,
+          file,
+        }),
       );
       weeks.set(weekId, null);
       continue;
@@ -366,13 +365,7 @@ function parseLegacyState(
   }
   const parsed = legacyStateSchema.safeParse(raw);
   if (!parsed.success || !isJsonObject(raw)) {
-    problems.push(
-      problem(
-        ProblemCode.LegacyStateInvalid,
-        unexpectedContent(parsed.error, 'not an object'),
-        where,
-      ),
-    );
+    problems.push(problem(ProblemCode.LegacyStateInvalid, unexpectedContent(parsed.error, 'not an object'), where));
     return null;
   }
   if (parsed.data.week !== fromId) {
