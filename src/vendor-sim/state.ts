@@ -23,7 +23,8 @@ const idempotencyRecordSchema = z.strictObject({
   fingerprint: z.string(),
   response: jobAcceptedSchema,
 });
-export type IdempotencyRecord = z.infer<typeof idempotencyRecordSchema> | { key: string; fingerprint: string; response: null };
+export type IdempotencyRecord =
+  z.infer<typeof idempotencyRecordSchema> | { key: string; fingerprint: string; response: null };
 
 const stateFileSchema = z.strictObject({
   schema: z.literal(SIMULATOR_STATE_SCHEMA),
@@ -33,8 +34,8 @@ const stateFileSchema = z.strictObject({
 });
 export type SimulatorState = z.infer<typeof stateFileSchema>;
 
-/** The saved state, or null when there is none yet (a corrupt file is StoreCorrupt naming it). */
-export function readSimulatorState(file: string): SimulatorState | null {
+/** The saved state, or undefined when there is none yet (a corrupt file is StoreCorrupt naming it). */
+export function readSimulatorState(file: string): SimulatorState | undefined {
   return readJsonFile(file, stateFileSchema);
 }
 

@@ -8,22 +8,17 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { z } from 'zod';
 import { PipelineError } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
 import { ensureDirDurable } from '../store/durable-fs';
 import { ErrorType } from '../shared';
 import {
   ARTIFACT_SHA256_HEADER,
-  chargeSchema,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
   JOB_KINDS,
-  jobAcceptedSchema,
-  jobKindSchema,
   jobRequestSchema,
   REPLAYED_HEADER,
-  wireMoneySchema,
   type Charge,
   type JobAccepted,
   type JobKind,
