@@ -276,21 +276,11 @@ export class VendorClient {
     const vendor = this.#vendorErrorText(body);
     const text = `vendor ${op}: HTTP ${status}${vendor ? ` ${vendor.code}: ${vendor.message}` : ''}`;
     const code = vendor?.code ?? null;
-    // 409 (key in flight), 429 and 5xx: the vendor did nothing and says "later".
-    if (status === 409 || status === 429 || (status >= 500 && status <= 599)) {
+    // 409 (key in flight), 429 and 5xx: the vendor did nothing and says "later". Other 4xx: it refused the request.
+    const later = status === 409 || status === 429 || (status >= 500 && status <= 599);
+    if (later || (status >= 400 && status <= 499)) {
       return new VendorError({
-        type: ErrorType.VendorUnavailable,
-        message: text,
-        operation: op,
-        reason: 'http-status',
-        outcome: submission ? 'not-accepted' : null,
-        status,
-        vendorCode: code,
-      });
-    }
-    if (status >= 400 && status <= 499) {
-      return new VendorError({
-        type: ErrorType.VendorRejected,
+        type: later ? ErrorType.VendorUnavailable : ErrorType.VendorRejected,
         message: text,
         operation: op,
         reason: 'http-status',
