@@ -5,6 +5,7 @@ import type { EpisodeId } from '../domain/episode-id';
 import { episodeStateSchema, type EpisodeState, type HistoryEntry } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
+import { unexpectedContent } from '../domain/zod-issue';
 import { ErrorType } from '../shared';
 
 /** An episode row with its remote jobs and ledger folded back into the state's `steps` and `ledger`. */
@@ -49,13 +50,7 @@ export function stateFromRow(row: Record<string, unknown>): EpisodeState {
 export function parseRow<S extends z.ZodType>(where: string, schema: S, value: unknown): z.output<S> {
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const at = issue?.path.length ? issue.path.join('.') : '(root)';
-    throw new PipelineError(
-      ErrorType.StoreCorrupt,
-      `${where}: unexpected content at ${at}: ${issue?.message ?? 'schema mismatch'}`,
-      { where },
-    );
+    throw new PipelineError(ErrorType.StoreCorrupt, `${where}: ${unexpectedContent(parsed.error)}`, { where });
   }
   return parsed.data;
 }
