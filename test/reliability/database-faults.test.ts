@@ -321,24 +321,23 @@ describe('database faults: 3 worker processes on one PostgreSQL, the server faul
             env.client.workflow.start(weeklyEpisodeWorkflow, { workflowId: key, taskQueue, args: [{ week }] }),
           ),
         );
-        const productions = approveProductions(env.client, target, scenario.runs, 10 * 60_000);
-        productions.catch(() => undefined);
         await scenario.inject?.(ctx);
         const faulted = Date.now();
-        const outcomes = await productions;
-        row['recovery s'] = Math.round((Date.now() - faulted) / 1000);
-        assert.deepEqual(
-          outcomes.filter((o) => o.result.outcome !== 'completed').map((o) => o.episodeId),
-          [],
-          'every production completed',
-        );
+        // Allocation first: a duplicate or a lost run shows here, before any production waits for approval.
         const results = await Promise.all(
           keys.map((key) => env.client.workflow.getHandle<typeof weeklyEpisodeWorkflow>(key).result()),
         );
         assert.deepEqual(
           results.map((r) => r.sequence).sort(),
           [...keys.keys()],
-          `the runs got sequences 0..${keys.length - 1} of ${week}`,
+          `the runs got sequences 0..${keys.length - 1} of ${week} (got ${results.map((r) => r.episodeId).join(', ')})`,
+        );
+        const outcomes = await approveProductions(env.client, target, scenario.runs, 10 * 60_000);
+        row['recovery s'] = Math.round((Date.now() - faulted) / 1000);
+        assert.deepEqual(
+          outcomes.filter((o) => o.result.outcome !== 'completed').map((o) => o.episodeId),
+          [],
+          'every production completed',
         );
         // Quiet: the workers leave (idle pool sessions with them), then nothing may remain.
         await Promise.all(workers.map((w) => w.stop()));
