@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { PipelineError } from '../domain/errors';
+import { firstIssue } from '../domain/zod-issue';
 import { ErrorType } from '../shared';
 
 export interface LockOptions {
@@ -34,11 +35,8 @@ const lockEnvSchema = z.object({
 export function lockOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LockOptions {
   const parsed = lockEnvSchema.safeParse(env);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new PipelineError(
-      ErrorType.InvalidInput,
-      `${issue?.path.join('.') ?? 'lock settings'}: ${issue?.message ?? 'invalid'}`,
-    );
+    const { at, message } = firstIssue(parsed.error, 'lock settings');
+    throw new PipelineError(ErrorType.InvalidInput, `${at}: ${message}`);
   }
   const e = parsed.data;
   return {

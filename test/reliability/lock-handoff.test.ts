@@ -7,14 +7,15 @@
  * fail (its waiters time out behind a lock that would only go stale after a minute).
  */
 import assert from 'node:assert/strict';
-import { promises as fs, mkdtempSync } from 'node:fs';
+import { existsSync, promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import type { AllocProcReport } from '../../bench/alloc-proc';
 import { overtakes } from '../../bench/contention';
 import type { AllocOutcome } from '../helpers/alloc-client';
-import { runNode, spawnNode, collect } from '../helpers/processes';
+import { collect, runNode, spawnNode } from '../helpers/processes';
+import { waitFor } from '../helpers/wait';
 
 const PROOF = z.enum(['', 'poll', 'no-death-detection']).parse(process.env.LOCK_PROOF_WAIT ?? '');
 const proofEnv = PROOF ? { EPISODES_UNSAFE_LOCK_WAIT_FOR_TESTS: PROOF } : {};
@@ -82,12 +83,7 @@ describe('lock handoff between processes', function () {
       },
     );
     const held = collect(holder);
-    await waitFor(() =>
-      fs.stat(path.join(dir, 'pipeline.lock')).then(
-        () => true,
-        () => false,
-      ),
-    );
+    await waitFor(() => existsSync(path.join(dir, 'pipeline.lock')), 10_000, 'the holder to take the lock');
     const waiters = Array.from({ length: 3 }, (_, i) =>
       runNode('test/helpers/alloc-client.js', ['0', JSON.stringify([{ key: `w${i}`, week: '2026-W32' }])], env),
     );
@@ -103,11 +99,3 @@ describe('lock handoff between processes', function () {
     await assert.rejects(fs.stat(path.join(dir, 'pipeline.lock')), { code: 'ENOENT' });
   });
 });
-
-async function waitFor(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 2_000; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error('condition not met within 10 s');
-}
