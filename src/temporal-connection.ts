@@ -136,7 +136,7 @@ function flatten(e: unknown): string {
 export function explainFailure(s: TemporalSettings, raw: string): string {
   const name = s.tls?.serverName ?? hostOf(s.address);
   const ca = s.tls?.serverCACert === undefined ? 'the system CAs' : `the CA in ${sourceName(s.tls.serverCACert)}`;
-  if (/ECONNREFUSED|connection refused/i.test(raw)) return `connection refused (nothing listens at ${s.address})`;
+  if (/ECONNREFUSED|connection ?refused/i.test(raw)) return `connection refused (nothing listens at ${s.address})`;
   if (/ENOTFOUND|EAI_AGAIN|failed to lookup|dns error/i.test(raw)) return `host ${hostOf(s.address)} not found`;
   if (/NotValidForName|ERR_TLS_CERT_ALTNAME_INVALID|does not match certificate's altnames/i.test(raw)) {
     return `the server's certificate is not valid for the name ${name} (TEMPORAL_TLS_SERVER_NAME)`;
