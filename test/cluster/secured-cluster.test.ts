@@ -20,6 +20,7 @@ import {
   withoutTemporalVariables,
   type SecureFront,
 } from '../helpers/secure-front';
+import { until } from '../helpers/wait';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 
 const SETUP_HINT = /npx episodes cluster setup/;
@@ -84,10 +85,15 @@ describe('a secured Temporal cluster (nginx: TLS, client certificates, API key)'
     const exited = collect(worker);
     try {
       await waitForOutput(worker, /worker: task queue/);
-      const check = await until('cluster check passes', async () => {
-        const r = await cli('cluster', 'check', '--json');
-        return r.code === 0 ? r : undefined;
-      });
+      const check = await until(
+        'cluster check passes',
+        async () => {
+          const r = await cli('cluster', 'check', '--json');
+          return r.code === 0 ? r : undefined;
+        },
+        90_000,
+        300,
+      );
       const report = JSON.parse(check.stdout) as { ok: boolean; checks: { check: string; ok: boolean }[] };
       assert.equal(report.ok, true);
       assert.deepEqual(
@@ -97,16 +103,26 @@ describe('a secured Temporal cluster (nginx: TLS, client certificates, API key)'
 
       const trigger = await cli('schedule', 'trigger');
       assert.equal(trigger.code, 0, trigger.stderr);
-      const episodeId = await until('the scheduled run allocates', async () => {
-        const list = JSON.parse((await cli('list', '--json')).stdout) as { episode_id: string; status: string }[];
-        return list.find((e) => e.status === 'awaiting_approval')?.episode_id;
-      });
+      const episodeId = await until(
+        'the scheduled run allocates',
+        async () => {
+          const list = JSON.parse((await cli('list', '--json')).stdout) as { episode_id: string; status: string }[];
+          return list.find((e) => e.status === 'awaiting_approval')?.episode_id;
+        },
+        90_000,
+        300,
+      );
       const approve = await cli('approve', episodeId, '--by', 'secured-test');
       assert.equal(approve.code, 0, approve.stderr);
-      await until('the production completes', async () => {
-        const show = JSON.parse((await cli('show', episodeId, '--json')).stdout) as { status: string };
-        return show.status === 'completed' ? true : undefined;
-      });
+      await until(
+        'the production completes',
+        async () => {
+          const show = JSON.parse((await cli('show', episodeId, '--json')).stdout) as { status: string };
+          return show.status === 'completed' ? true : undefined;
+        },
+        90_000,
+        300,
+      );
       const ledger = await cli('ledger', '--json');
       assert.equal(ledger.code, 0, ledger.stdout + ledger.stderr);
       const view = JSON.parse(ledger.stdout) as {
@@ -255,16 +271,6 @@ function readKeyBody(file: string): string {
     .split('\n')
     .filter((l) => l !== '' && !l.startsWith('-----'));
   return body[1] ?? body[0] ?? '';
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await probe().catch(() => undefined);
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-  }
 }
 
 function waitForOutput(child: ChildProcess, pattern: RegExp): Promise<void> {
