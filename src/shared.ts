@@ -30,6 +30,12 @@ export const ErrorType = {
   InvalidState: 'InvalidState',
   /** The vendor no longer knows a job we saved (its state lost): the step is parked, retried until an operator acts. */
   RemoteJobUnknown: 'RemoteJobUnknown',
+  /** Temporal could not be reached with the configured address, TLS and credentials. */
+  ConnectionFailed: 'ConnectionFailed',
+  /** The namespace is missing, or lacks the search attributes the workflows set. */
+  NamespaceNotReady: 'NamespaceNotReady',
+  /** `episodes cluster check` found something missing. */
+  ClusterCheckFailed: 'ClusterCheckFailed',
 } as const;
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 

@@ -5,6 +5,7 @@ import type { EpisodeStore } from './episode-store';
 import { FileEpisodeStore, defaultDataDir } from './file-store';
 import { PostgresEpisodeStore } from './postgres-store';
 import { isPostgresUrl } from './postgres-url';
+import { lockOptionsFromEnv } from './store-config';
 
 export interface StoreSelection {
   /** File store directory (default: EPISODES_DATA_DIR or ./data). */
@@ -26,6 +27,7 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
   if (selection.storeUrl !== undefined && selection.dataDir !== undefined) {
     throw new PipelineError(ErrorType.InvalidInput, 'give a file store data dir or a store URL, not both');
   }
+  const lock = lockOptionsFromEnv();
   const url = selection.storeUrl ?? (selection.dataDir === undefined ? process.env.EPISODES_STORE_URL : undefined);
   if (url) {
     if (!isPostgresUrl(url)) {
@@ -35,9 +37,16 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
         'store URL must start with postgres:// or postgresql:// (unset EPISODES_STORE_URL for the file store)',
       );
     }
-    return new PostgresEpisodeStore({ url, mediaDir: selection.mediaDir, applicationName: selection.applicationName });
+    return new PostgresEpisodeStore({
+      url,
+      mediaDir: selection.mediaDir,
+      applicationName: selection.applicationName,
+      lockTimeoutMs: lock.timeoutMs,
+      staleMs: lock.staleMs,
+      unsafeDisableLockForTests: lock.unsafeDisableForTests,
+    });
   }
-  return new FileEpisodeStore(selection.dataDir ?? defaultDataDir());
+  return new FileEpisodeStore(selection.dataDir ?? defaultDataDir(), lock);
 }
 
 /**
