@@ -22,8 +22,12 @@ const proofEnv = PROOF ? { EPISODES_UNSAFE_LOCK_WAIT_FOR_TESTS: PROOF } : {};
 
 const PROCESSES = 4;
 const PER_PROCESS = 25;
-/** With first-come-first-served handoff a waiter is overtaken only by the rare newcomer racing a handoff. */
-const MAX_OVERTAKES = 2 * (PROCESSES - 1);
+/**
+ * Rough FIFO: a waiter is overtaken only by a process that asks while a handoff is under way, or while it reconnects
+ * to a new holder; a few times per other process at most (2 to 7 seen on a machine at load 10 to 30). Polling, the
+ * wait this replaces, lets a waiter be overtaken 60 to 270 times.
+ */
+const MAX_OVERTAKES = 4 * (PROCESSES - 1);
 
 describe('lock handoff between processes', function () {
   this.timeout(120_000);
