@@ -86,3 +86,21 @@ const profileSchema = z.object({
   apiKey: z.string().min(1).optional(),
   grpcMeta: z.record(z.string(), z.string()).optional(),
 });
+
+const demoEnvSchema = z.object({
+  VENDOR_API_KEY: z.string().min(1).optional(),
+  DEMO_VENDOR_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+});
+
+/** What `npm run demo` takes besides the pipeline's own settings: the simulator's key and port. */
+export interface DemoSettings {
+  /** VENDOR_API_KEY, else the demo makes a random one. */
+  vendorApiKey?: string;
+  /** DEMO_VENDOR_PORT, else the simulator's default port. */
+  vendorPort?: number;
+}
+
+export function loadDemoSettings(env: NodeJS.ProcessEnv = process.env): DemoSettings {
+  const parsed = demoEnvSchema.parse({ ...env, VENDOR_API_KEY: env.VENDOR_API_KEY || undefined });
+  return { vendorApiKey: parsed.VENDOR_API_KEY, vendorPort: parsed.DEMO_VENDOR_PORT };
+}

@@ -12,7 +12,7 @@ import { Client, ScheduleAlreadyRunning, WorkflowFailedError } from '@temporalio
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
-import { loadConfig } from './config';
+import { loadConfig, loadDemoSettings } from './config';
 import { parseEpisodeId } from './domain/episode-id';
 import { SCHEDULE_ID } from './domain/names';
 import { FileEpisodeStore } from './store/file-store';
@@ -30,6 +30,7 @@ async function main(): Promise<void> {
   const interactive = process.argv.includes('--interactive');
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const config = loadConfig();
+  const demo = loadDemoSettings();
   if (!config.temporal.addressConfigured) {
     // No TEMPORAL_ADDRESS and no profile naming a server: the local dev server, started (or reused) here.
     execFileSync('bash', [path.join(ROOT, 'temporal-dev.sh'), 'start'], { stdio: 'inherit' });
@@ -37,10 +38,10 @@ async function main(): Promise<void> {
   }
   const store = new FileEpisodeStore();
   // The simulator keeps its jobs in the data dir, so a production interrupted in one demo resumes in the next.
-  const apiKey = process.env.VENDOR_API_KEY ?? `demo-${randomBytes(12).toString('hex')}`;
+  const apiKey = demo.vendorApiKey ?? `demo-${randomBytes(12).toString('hex')}`;
   const vendor = await startVendorSimulator({
     apiKey,
-    port: Number(process.env.DEMO_VENDOR_PORT ?? DEFAULT_VENDOR_PORT),
+    port: demo.vendorPort ?? DEFAULT_VENDOR_PORT,
     stateFile: path.join(store.dataDir, 'vendor-simulator.json'),
     jobDurationMs: 500,
   });

@@ -35,9 +35,6 @@ export interface MigrationReport {
   problems: Problem[];
 }
 
-/** Test-only: lets the pre-flight test show that it fails when the pre-flight is ignored. Never set it in production. */
-const UNSAFE_IGNORE_PREFLIGHT = process.env.EPISODES_UNSAFE_IGNORE_MIGRATION_PREFLIGHT_FOR_TESTS === '1';
-
 export async function migrateLegacyStore(
   store: FileEpisodeStore,
   options: { dryRun?: boolean; now?: () => Date } = {},
@@ -60,7 +57,7 @@ export async function migrateLegacyStore(
 }
 
 function refuses(problems: readonly Problem[]): boolean {
-  return problems.length > 0 && !UNSAFE_IGNORE_PREFLIGHT;
+  return problems.length > 0 && !unsafeIgnorePreflightForTests();
 }
 
 function report(
@@ -87,4 +84,12 @@ function report(
     })),
     problems,
   };
+}
+
+/**
+ * Test-only: lets the pre-flight test show that it fails when the pre-flight is ignored. Never set it in production.
+ * Read when a migration decides, not at import.
+ */
+function unsafeIgnorePreflightForTests(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.EPISODES_UNSAFE_IGNORE_MIGRATION_PREFLIGHT_FOR_TESTS === '1';
 }

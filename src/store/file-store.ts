@@ -56,7 +56,7 @@ import {
 } from './durable-fs';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { DirectoryLock, PipelineLock, type LockGuard } from './pipeline-lock';
-import { lockOptionsFromEnv, type LockOptions } from './store-config';
+import { lockOptionsFromEnv, storeEnvironment, type LockOptions } from './store-config';
 
 export const weekIndexEntrySchema = z.strictObject({
   episode_id: episodeIdSchema,
@@ -86,7 +86,7 @@ export function keyDigest(key: string): string {
 }
 
 export function defaultDataDir(): string {
-  return path.resolve(process.env.EPISODES_DATA_DIR ?? './data');
+  return storeEnvironment().dataDir;
 }
 
 export function cliAllocatedBy(): AllocatedBy {

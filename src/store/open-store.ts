@@ -2,10 +2,10 @@ import * as os from 'node:os';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
 import type { EpisodeStore } from './episode-store';
-import { FileEpisodeStore, defaultDataDir } from './file-store';
+import { FileEpisodeStore } from './file-store';
 import { PostgresEpisodeStore } from './postgres-store';
 import { isPostgresUrl } from './postgres-url';
-import { lockOptionsFromEnv } from './store-config';
+import { lockOptionsFromEnv, storeEnvironment } from './store-config';
 
 export interface StoreSelection {
   /** File store directory (default: EPISODES_DATA_DIR or ./data). */
@@ -28,7 +28,8 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
     throw new PipelineError(ErrorType.InvalidInput, 'give a file store data dir or a store URL, not both');
   }
   const lock = lockOptionsFromEnv();
-  const url = selection.storeUrl ?? (selection.dataDir === undefined ? process.env.EPISODES_STORE_URL : undefined);
+  const env = storeEnvironment();
+  const url = selection.storeUrl ?? (selection.dataDir === undefined ? env.storeUrl : undefined);
   if (url) {
     if (!isPostgresUrl(url)) {
       // Never echo the URL: it may carry a password.
@@ -44,9 +45,10 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
       lockTimeoutMs: lock.timeoutMs,
       staleMs: lock.staleMs,
       unsafeDisableLockForTests: lock.unsafeDisableForTests,
+      unsafeSplitAllocationForTests: env.unsafeSplitAllocationForTests,
     });
   }
-  return new FileEpisodeStore(selection.dataDir ?? defaultDataDir(), lock);
+  return new FileEpisodeStore(selection.dataDir ?? env.dataDir, lock);
 }
 
 /**

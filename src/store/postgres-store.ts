@@ -63,8 +63,8 @@ export interface PostgresStoreOptions {
   applicationName?: string;
   /** Test-only: skip the advisory lock so that tests can show the constraints catch what the lock would have. */
   unsafeDisableLockForTests?: boolean;
-  // Test-only, from the environment: EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS=1 decides and inserts in two
-  // transactions (the lock released in between), so that the fault tests can show the harness sees what that breaks.
+  /** Test-only: decide and insert in two transactions, so the fault tests can show one is needed. */
+  unsafeSplitAllocationForTests?: boolean;
 }
 
 type Db = Pool | PoolClient;
@@ -83,8 +83,8 @@ export class PostgresEpisodeStore implements EpisodeStore {
     this.description = `postgres store at ${describePostgresUrl(options.url)}`;
     this.mediaRoot = path.resolve(options.mediaDir ?? defaultMediaDir());
     this.lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_OPTIONS.timeoutMs;
-    this.unsafeNoLock = options.unsafeDisableLockForTests ?? process.env.EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS === '1';
-    this.unsafeSplit = process.env.EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS === '1';
+    this.unsafeNoLock = options.unsafeDisableLockForTests ?? false;
+    this.unsafeSplit = options.unsafeSplitAllocationForTests ?? false;
     this.pool = new Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,

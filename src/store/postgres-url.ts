@@ -1,8 +1,8 @@
 /** Store URLs and media location of the PostgreSQL store; nothing here ever prints a password. */
-import * as path from 'node:path';
+import { storeEnvironment } from './store-config';
 
 export function defaultMediaDir(): string {
-  return path.resolve(process.env.EPISODES_MEDIA_DIR ?? './data/media');
+  return storeEnvironment().mediaDir;
 }
 
 export function isPostgresUrl(url: string): boolean {

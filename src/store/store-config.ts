@@ -1,7 +1,8 @@
 /**
- * The lock settings of the file store (and the PostgreSQL store's lock timeout and staleness), from the environment,
- * parsed with zod when a store is opened: never read at import time, never read ad hoc elsewhere.
+ * Every store setting from the environment (which store, where its files live, the lock settings, the test-only
+ * switches), parsed with zod when a store is opened: never read at import time, never read ad hoc elsewhere.
  */
+import * as path from 'node:path';
 import { z } from 'zod';
 import { PipelineError } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
@@ -31,14 +32,48 @@ const lockEnvSchema = z.object({
   EPISODES_UNSAFE_LOCK_WAIT_FOR_TESTS: z.enum(['poll', 'no-death-detection', '']).default(''),
 });
 
-/** The lock options the environment asks for; a malformed value is `InvalidInput` naming the variable. */
-export function lockOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LockOptions {
-  const parsed = lockEnvSchema.safeParse(env);
+export interface StoreEnvironment {
+  /** EPISODES_STORE_URL: a PostgreSQL URL selects the shared store. */
+  storeUrl?: string;
+  /** EPISODES_DATA_DIR (default ./data): the file store. */
+  dataDir: string;
+  /** EPISODES_MEDIA_DIR (default ./data/media): the PostgreSQL store's episode files. */
+  mediaDir: string;
+  /** Test-only: the PostgreSQL store decides and inserts in two transactions (the proof that one is needed). */
+  unsafeSplitAllocationForTests: boolean;
+}
+
+const storeEnvSchema = z.object({
+  EPISODES_STORE_URL: z.string().optional(),
+  EPISODES_DATA_DIR: z.string().optional(),
+  EPISODES_MEDIA_DIR: z.string().optional(),
+  EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS: flag.default(false),
+});
+
+/** Which store and where, as the environment says; a malformed value is `InvalidInput` naming the variable. */
+export function storeEnvironment(env: NodeJS.ProcessEnv = process.env): StoreEnvironment {
+  const e = parseEnv(storeEnvSchema, env, 'store settings');
+  return {
+    storeUrl: e.EPISODES_STORE_URL || undefined,
+    // An empty variable means unset, as `VAR= cmd` is usually meant.
+    dataDir: path.resolve(e.EPISODES_DATA_DIR || './data'),
+    mediaDir: path.resolve(e.EPISODES_MEDIA_DIR || './data/media'),
+    unsafeSplitAllocationForTests: e.EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS,
+  };
+}
+
+function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv, what: string): z.output<S> {
+  const parsed = schema.safeParse(env);
   if (!parsed.success) {
-    const { at, message } = firstIssue(parsed.error, 'lock settings');
+    const { at, message } = firstIssue(parsed.error, what);
     throw new PipelineError(ErrorType.InvalidInput, `${at}: ${message}`);
   }
-  const e = parsed.data;
+  return parsed.data;
+}
+
+/** The lock options the environment asks for; a malformed value is `InvalidInput` naming the variable. */
+export function lockOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LockOptions {
+  const e = parseEnv(lockEnvSchema, env, 'lock settings');
   return {
     timeoutMs: e.EPISODES_LOCK_TIMEOUT_MS,
     staleMs: e.EPISODES_LOCK_STALE_MS,
