@@ -30,6 +30,7 @@ import { runCli, spawnNode } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { capturedLogs } from '../helpers/setup';
 import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { until } from '../helpers/until';
 
 const execFileAsync = promisify(execFile);
 
@@ -40,20 +41,6 @@ function rootType(e: unknown): string | undefined {
     cur = cur.cause;
   }
   return cur instanceof ApplicationFailure ? (cur.type ?? undefined) : undefined;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch {
-      // not ready yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('episode production on the dev server, vendor simulator over HTTP', function () {
