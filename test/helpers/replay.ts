@@ -51,9 +51,20 @@ export async function replayAll(
 }
 
 function describeFailure(h: RecordedHistory, error: Error): string {
-  // Core names the event it could not match as "event N" / "HistoryEvent(id: N, ...)"; show that event's type.
-  const id = /HistoryEvent\(id: (\d+)/.exec(error.message)?.[1] ?? /event (?:id )?(\d+)/i.exec(error.message)?.[1];
-  const event = id === undefined ? undefined : h.json.events.find((e) => e.eventId === id);
+  const core = /\[TMPRL\d+\][^"]*/.exec(error.message)?.[0] ?? error.message;
+  const event = mismatchingEvent(h, core);
   const at = event ? `first mismatching event #${event.eventId} ${event.eventType}` : 'first mismatching event unknown';
-  return `${h.file}: ${at}: ${error.name}: ${error.message}`;
+  return `${h.file}: ${at}: ${core}`;
+}
+
+/**
+ * Core names the event it could not match either by id ("HistoryEvent(id: 5, ...)") or by what the event holds
+ * ("scheduled event 'episode-...-video-r0'"): find it in the file.
+ */
+function mismatchingEvent(h: RecordedHistory, message: string): RecordedHistory['json']['events'][number] | undefined {
+  const id = /HistoryEvent\(id: (\d+)/.exec(message)?.[1] ?? /event (?:id )?(\d+)/i.exec(message)?.[1];
+  if (id !== undefined) return h.json.events.find((e) => e.eventId === id);
+  const held = /event '([^']+)'/.exec(message)?.[1];
+  if (held === undefined) return undefined;
+  return h.json.events.find((e) => !e.eventType.includes('WORKFLOW_TASK') && JSON.stringify(e).includes(`"${held}"`));
 }
