@@ -9,7 +9,7 @@ import { z } from 'zod';
 export const SECTIONS = ['allocation', 'contention', 'temporal', 'production'] as const;
 export type Section = (typeof SECTIONS)[number];
 
-const finitePositive = z.number().finite().positive();
+const finitePositive = z.number().positive();
 
 /** A reported target: `value` against `limit` (lower is better). Reported, never asserted by tests. */
 export const targetSchema = z.strictObject({
@@ -74,12 +74,13 @@ export const configSchema = z.strictObject({
   contention_per_process: z.number().int().positive(),
   temporal_latency_pairs: z.number().int().positive(),
   temporal_backfill_runs: z.number().int().positive(),
+  temporal_drain_workers: z.array(z.number().int().positive()),
   production_episodes: z.number().int().positive(),
   production_waiting: z.number().int().positive(),
 });
 export type BenchConfig = z.infer<typeof configSchema>;
 
-const nonNegative = z.number().nonnegative().finite();
+const nonNegative = z.number().nonnegative();
 
 /** Where the time of one row goes: the mean per sample of each part (and of its calls, where parts are calls). */
 export const profileSchema = z.strictObject({

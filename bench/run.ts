@@ -42,6 +42,7 @@ const FULL: BenchConfig = {
   contention_per_process: 250,
   temporal_latency_pairs: 200,
   temporal_backfill_runs: 200,
+  temporal_drain_workers: [1, 2, 4],
   production_episodes: 50,
   production_waiting: 100,
 };
@@ -53,6 +54,7 @@ const SMOKE: BenchConfig = {
   contention_per_process: 5,
   temporal_latency_pairs: 4,
   temporal_backfill_runs: 6,
+  temporal_drain_workers: [1, 2],
   production_episodes: 2,
   production_waiting: 3,
 };
@@ -155,6 +157,7 @@ async function main(): Promise<number> {
         latencyPairs: config.temporal_latency_pairs,
         warmupPairs: values.smoke ? 1 : 10,
         backfillRuns: config.temporal_backfill_runs,
+        drainWorkers: config.temporal_drain_workers,
         workDir: path.join(workDir, 'temporal'),
         log,
         addProfile: (p) => profiles.push(p),

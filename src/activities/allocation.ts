@@ -44,14 +44,14 @@ export async function allocateEpisodeOn(
 export function createAllocationActivities(deps: { store: EpisodeStore }) {
   return {
     async allocateEpisode(input: AllocateEpisodeInput): Promise<AllocateEpisodeOutput> {
-      const { workflowExecution, workflowNamespace, namespace } = Context.current().info;
+      const { workflowExecution, namespace } = Context.current().info;
       return withHeartbeat(() =>
         withFailureMapping(async () => {
           const result = await allocateEpisodeOn(deps.store, input, {
             kind: 'workflow',
             workflow_id: workflowExecution?.workflowId ?? '(none)',
             run_id: workflowExecution?.runId ?? '(none)',
-            namespace: workflowNamespace ?? namespace,
+            namespace,
           });
           await failpoint('allocation.before-return');
           return result;

@@ -19,6 +19,7 @@ function expectedRows(r: BenchResults): string[] {
     'allocation/floor-protocol',
     ...r.config.sizes.flatMap((s) => [`allocation/file/${s}`, `allocation/postgres/${s}`]),
     'contention/file',
+    'contention/file/alone',
     'temporal/latency/floor',
     'temporal/latency/weekly',
     'temporal/drain/1',
@@ -65,7 +66,7 @@ describe('bench --smoke', function () {
         ? ['runs_per_s']
         : row.id === 'production/memory'
           ? ['rss_idle_mib', 'rss_waiting_mib']
-          : row.id === 'contention/file'
+          : row.id.startsWith('contention/file')
             ? ['p50_ms', 'p99_ms', 'allocs_per_s']
             : ['p50_ms', 'p99_ms'];
       for (const name of wants) assert.ok(name in row.metrics, `${row.id} has ${name}`);

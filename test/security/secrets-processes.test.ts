@@ -19,6 +19,7 @@ import { runCli } from '../helpers/legacy-harness';
 import { collect, spawnNode, type ProcessResult } from '../helpers/processes';
 import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal';
 import { coverStep } from './paid-step';
+import { sleep } from '../helpers/wait';
 
 /** Distinctive, so that a leak anywhere is unmistakable. */
 const KEY = 'sk-proc-SECRET-9c1e57ab3f';
@@ -58,7 +59,7 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
   for (let i = 0; i < attempts; i++) {
     const value = await probe();
     if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
   throw new Error(`gave up waiting for ${what}`);
 }
