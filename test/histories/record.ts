@@ -29,7 +29,7 @@ import { WORKFLOW_TEST_API_KEY, startTestVendor, testDeps } from '../helpers/dep
 import { runCli } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { REPO_ROOT, createTestEnv, temporalCliPath, workflowBundle } from '../helpers/temporal';
-import { until } from '../helpers/until';
+import { until } from '../helpers/wait';
 
 export const HISTORIES_DIR = path.join(REPO_ROOT, 'test', 'histories');
 

@@ -24,7 +24,7 @@ import { runCli } from '../helpers/processes';
 import { capturedLogs } from '../helpers/setup';
 import { temporalCliPath } from '../helpers/temporal';
 import { useWorkflowHarness } from '../helpers/workflow-harness';
-import { until } from '../helpers/until';
+import { until } from '../helpers/wait';
 
 const execFileAsync = promisify(execFile);
 

@@ -31,7 +31,6 @@ import { waitForScheduledRuns } from '../helpers/schedules';
 import { sleep, until } from '../helpers/wait';
 import { capturedLogs } from '../helpers/setup';
 import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
-import { until } from '../helpers/until';
 
 const execFileAsync = promisify(execFile);
 

@@ -22,7 +22,7 @@ import { startTestVendor } from '../helpers/deps';
 import { bundleWorkflowsAt, recordedOnCommit } from '../helpers/old-workflows';
 import { runCli } from '../helpers/processes';
 import { createTestEnv, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
-import { until } from '../helpers/until';
+import { until } from '../helpers/wait';
 import { operatorEnv, runWithWorker } from '../helpers/workflow-harness';
 
 describe('upgrade: productions parked on the recorded code finish on the current code', function () {
