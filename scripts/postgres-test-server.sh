@@ -7,6 +7,14 @@
 #   scripts/postgres-test-server.sh status            exit 0 if the server answers
 #   scripts/postgres-test-server.sh stop              stop the server and delete its cluster
 #
+# Faults (the cluster and its data stay; the tests' fault harness, test/helpers/postgres.ts, drives these):
+#   scripts/postgres-test-server.sh crash             stop at once, as a power cut would (`pg_ctl -m immediate`)
+#   scripts/postgres-test-server.sh shutdown-smart    begin a smart shutdown, do not wait (new sessions: 57P03)
+#   scripts/postgres-test-server.sh resume            start again on the same data and port (crash recovery runs)
+#   scripts/postgres-test-server.sh restart           fast stop + start, e.g. to apply `ALTER SYSTEM SET max_connections`
+#   scripts/postgres-test-server.sh sql 'STATEMENT' [DB]  one statement as the admin user (on DB), e.g.
+#                                                    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ...`
+#
 # State (URL, cluster path) lives in $PGTEST_DIR (default .pgtest/default, git-ignored); mocha uses one per process.
 # initdb refuses to run as root, so as root the cluster belongs to the `postgres` user (created by the Debian
 # package) or, failing that, to a dedicated `episodes-pgtest` system user. The server is tuned for speed
@@ -145,14 +153,37 @@ stop() {
   log "stopped"
 }
 
+# pg_ctl on the cluster of a running (or crashed) server, as its owner.
+ctl() {
+  [ -f "$STATE_DIR/cluster" ] || { log "no cluster in $STATE_DIR"; return 1; }
+  local cluster bindir
+  cluster="$(cat "$STATE_DIR/cluster")"
+  bindir="$(find_bindir)"
+  pick_run_as
+  as_owner "$bindir/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" "$@"
+}
+
+sql() {
+  local url bindir
+  url="$(cat "$STATE_DIR/url")"
+  [ -z "${2:-}" ] || url="${url%/*}/$2"
+  bindir="$(find_bindir)"
+  "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$url" -c "$1"
+}
+
 case "${1:-}" in
   ensure-installed) ensure_installed ;;
   start) start ;;
   url) running && cat "$STATE_DIR/url" || { log "not running"; exit 1; } ;;
   status) running ;;
   stop) stop ;;
+  crash) ctl -m immediate -w stop >/dev/null ;;
+  shutdown-smart) ctl -m smart -W stop >/dev/null ;;
+  resume) ctl -w -t 60 start >/dev/null ;;
+  restart) ctl -m fast -w -t 60 restart >/dev/null ;;
+  sql) sql "${2:?sql needs a statement}" "${3:-}" ;;
   *)
-    echo "usage: $0 {ensure-installed|start|url|status|stop}" >&2
+    echo "usage: $0 {ensure-installed|start|url|status|stop|crash|resume|restart|sql STATEMENT}" >&2
     exit 2
     ;;
 esac

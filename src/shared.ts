@@ -28,6 +28,8 @@ export const ErrorType = {
   VendorUnavailable: 'VendorUnavailable',
   CredentialsMissing: 'CredentialsMissing',
   InvalidState: 'InvalidState',
+  /** The vendor no longer knows a job we saved (its state lost): the step is parked, retried until an operator acts. */
+  RemoteJobUnknown: 'RemoteJobUnknown',
   /** Temporal could not be reached with the configured address, TLS and credentials. */
   ConnectionFailed: 'ConnectionFailed',
   /** The namespace is missing, or lacks the search attributes the workflows set. */

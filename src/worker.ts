@@ -9,14 +9,14 @@ import { loadConfig, type PipelineConfig } from './config';
 import { PipelineError } from './domain/errors';
 import { envCredentialsLoader } from './vendor-api/credentials';
 import { vendorEndpointFromEnv } from './vendor-api/endpoint';
-import { openStore, prepareStore } from './store/open-store';
+import { openStore, prepareStore, storeApplicationName } from './store/open-store';
 import { connectNativeConnection, describeSettings, redactSecrets } from './temporal-connection';
 import { requireNamespaceReady } from './temporal-namespace';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
 export function buildDeps(config: PipelineConfig = loadConfig()): ActivityDeps {
   return {
-    store: openStore(),
+    store: openStore({ applicationName: storeApplicationName('worker') }),
     // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
     credentials: envCredentialsLoader(),
     vendor: vendorEndpointFromEnv(),
@@ -50,8 +50,9 @@ export async function createWorker(
 
 async function main(config: PipelineConfig): Promise<void> {
   const deps = buildDeps(config);
-  // Schema migrations and connectivity now: a misconfigured store fails the start, not the first activity.
-  await prepareStore(deps.store);
+  // Schema migrations and connectivity now, before polling: a store that is down is waited for (one line per attempt),
+  // a misconfigured one fails the start, never the first activity.
+  await prepareStore(deps.store, { onRetry: (line) => console.error(`worker: waiting for the store: ${line}`) });
   const { worker, connection } = await createWorker(config, deps);
   console.log(
     `worker: task queue ${config.taskQueue} on ${describeSettings(config.temporal)}, ` + `${deps.store.description}`,

@@ -89,6 +89,16 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
     return store.updateEpisode(id, (s) => ({ ...s, steps: { ...s.steps, [key]: change(s.steps[key]) } }));
   }
 
+  /** Retryable on purpose: the activity keeps the step parked (polling nothing, submitting nothing) until settled. */
+  function parked(id: EpisodeId, key: string, why: string): never {
+    throw new PipelineError(
+      ErrorType.RemoteJobUnknown,
+      `${id} ${key} parked: ${why}; check the vendor's billing, then settle it with ` +
+        `\`episodes reconcile ${id} --step ${key} --remote-job J\``,
+      { episodeId: id, step: key },
+    );
+  }
+
   async function needsReconciliation(id: EpisodeId, key: string, why: string): Promise<never> {
     await saveStep(id, key, (r) => ({ ...r!, status: 'needs_reconciliation', error: why }));
     throw new PipelineError(
@@ -183,8 +193,17 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
     if (record.status === 'succeeded' && record.artifact && record.charged) {
       return completed(record.remote_job_id, record.artifact, state);
     }
+    if (record.status === 'needs_reconciliation') parked(id, key, record.error ?? 'needs reconciliation');
     const client = await vendorClient();
-    const job = await pollUntilDone(client, record.remote_job_id, deps.pollIntervalMs ?? 200);
+    const job = await pollUntilDone(client, record.remote_job_id, deps.pollIntervalMs ?? 200).catch(
+      async (e: unknown) => {
+        if (!(isVendorError(e) && e.operation === 'getJob' && e.status === 404)) throw e;
+        // Accepted (and charged) once, unknown now: resubmitting could pay twice, so the step waits for an operator.
+        const why = `the vendor no longer knows job ${record.remote_job_id} (lost its state?); it may have charged it`;
+        await saveStep(id, key, (r) => ({ ...r!, status: 'needs_reconciliation', error: why }));
+        return parked(id, key, why);
+      },
+    );
     if (job.status === 'failed' || !job.artifact_id) {
       // The vendor did the work and bills for it: the ledger must say so, then the step fails for good.
       await store.updateEpisode(id, (s) => charge(s, key, record.remote_job_id!, null, 'failed'));

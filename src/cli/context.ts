@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { loadConfig, type PipelineConfig } from '../config';
 import { defaultDataDir } from '../store/file-store';
 import type { EpisodeStore } from '../store/episode-store';
-import { openStore } from '../store/open-store';
+import { openStore, storeApplicationName } from '../store/open-store';
 import { connectClient } from '../temporal-connection';
 
 /** Lazily built dependencies of CLI commands: a command that never talks to Temporal never connects. */
@@ -22,7 +22,9 @@ export class CliContext {
 
   getStore(): EpisodeStore {
     const { dataDir, storeUrl } = this.program.opts<{ dataDir?: string; storeUrl?: string }>();
-    this.store ??= openStore({ dataDir, storeUrl });
+    // The command's name in pg_stat_activity: `episodes-cli-<command>-<host>-<pid>`.
+    const command = this.program.args[0] ?? 'command';
+    this.store ??= openStore({ dataDir, storeUrl, applicationName: storeApplicationName(`cli-${command}`) });
     return this.store;
   }
 

@@ -1,8 +1,10 @@
+import * as os from 'node:os';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
 import type { EpisodeStore } from './episode-store';
 import { FileEpisodeStore, defaultDataDir } from './file-store';
-import { PostgresEpisodeStore, isPostgresUrl } from './postgres-store';
+import { PostgresEpisodeStore } from './postgres-store';
+import { isPostgresUrl } from './postgres-url';
 import { lockOptionsFromEnv } from './store-config';
 
 export interface StoreSelection {
@@ -12,6 +14,8 @@ export interface StoreSelection {
   storeUrl?: string;
   /** PostgreSQL store only: root of the media directories (default: EPISODES_MEDIA_DIR or ./data/media). */
   mediaDir?: string;
+  /** PostgreSQL store only: application_name of this process's sessions (see PostgresStoreOptions). */
+  applicationName?: string;
 }
 
 /**
@@ -36,6 +40,7 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
     return new PostgresEpisodeStore({
       url,
       mediaDir: selection.mediaDir,
+      applicationName: selection.applicationName,
       lockTimeoutMs: lock.timeoutMs,
       staleMs: lock.staleMs,
       unsafeDisableLockForTests: lock.unsafeDisableForTests,
@@ -44,7 +49,33 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
   return new FileEpisodeStore(selection.dataDir ?? defaultDataDir(), lock);
 }
 
-/** Connects and applies schema migrations now, so that a worker fails at start rather than at its first activity. */
-export async function prepareStore(store: EpisodeStore): Promise<void> {
-  if (store instanceof PostgresEpisodeStore) await store.ready();
+/**
+ * Connects and applies schema migrations now, so that a worker fails at start rather than at its first activity.
+ * A store that is down or full (a retryable error) is waited for: `onRetry` gets one line per attempt, the wait
+ * doubles up to `maxDelayMs`. A non-retryable error (a newer schema, bad credentials) is thrown at once.
+ */
+export async function prepareStore(
+  store: EpisodeStore,
+  options: { onRetry?: (line: string) => void; initialDelayMs?: number; maxDelayMs?: number } = {},
+): Promise<void> {
+  if (!(store instanceof PostgresEpisodeStore)) return;
+  let delay = options.initialDelayMs ?? 1_000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await store.ready();
+      return;
+    } catch (e) {
+      if (!options.onRetry || !(e instanceof PipelineError) || !e.retryable) throw e;
+      options.onRetry(
+        `${store.description} not ready (${e.type}: ${e.message}); attempt ${attempt}, retrying in ${delay} ms`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, options.maxDelayMs ?? 10_000);
+    }
+  }
+}
+
+/** application_name of a process's store sessions: kind (worker, cli-<command>), host and pid. */
+export function storeApplicationName(kind: string): string {
+  return `episodes-${kind}-${os.hostname()}-${process.pid}`;
 }

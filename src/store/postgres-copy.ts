@@ -16,7 +16,8 @@ import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
 import { ensureDirDurable, exists, fsyncDir, storageError } from './durable-fs';
 import { FileEpisodeStore } from './file-store';
-import { PostgresEpisodeStore, isPostgresUrl } from './postgres-store';
+import { PostgresEpisodeStore } from './postgres-store';
+import { isPostgresUrl } from './postgres-url';
 
 /** Relative to the data dir; what `migration.evidence_dir` is relative to. Copied below the target's media root. */
 const EVIDENCE_ROOT = 'migration-evidence';

@@ -12,13 +12,15 @@
  *   history         completed history, one immutable JSONB entry per episode
  *
  * Media never enter the database: they stay on the file system under `<media root>/<episode_id>/` (root:
- * EPISODES_MEDIA_DIR, default ./data/media; on several hosts, a shared mount), and the row records that path. Schema migrations (postgres-migrations/) are applied on first use, under their own lock.
+ * EPISODES_MEDIA_DIR, default ./data/media; on several hosts, a shared mount), and the row records that path. Schema
+ * migrations (postgres-migrations/runner.ts) are applied on first use, under their own lock. Rows are mapped in
+ * postgres-rows.ts, errors in postgres-errors.ts.
  */
 import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { DatabaseError, Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
+import { Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
 import { z } from 'zod';
-import { decideAllocation, type StoredEpisodeRef } from '../domain/allocation';
+import { decideAllocation, type AllocationDecision } from '../domain/allocation';
 import type { EpisodeId } from '../domain/episode-id';
 import {
   episodeStateSchema,
@@ -28,18 +30,18 @@ import {
   type HistoryEntry,
 } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
-import { unexpectedContent } from '../domain/zod-issue';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
-import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './postgres-migrations';
+import { isUniqueViolation, toStoreError } from './postgres-errors';
+import { applyMigrations } from './postgres-migrations/runner';
+import { EPISODE_COLUMNS, historyValues, json, jsonOrNull, parseRow, stateFromRow, toRef } from './postgres-rows';
+import { defaultMediaDir, describePostgresUrl } from './postgres-url';
 
 /** Key of the one pipeline-wide advisory lock ("EPIS" in ASCII). Every process of every version must agree on it. */
 export const PIPELINE_LOCK_ID = 0x45504953;
-/** Serialises schema migrations of processes starting at the same time. */
-export const MIGRATION_LOCK_ID = PIPELINE_LOCK_ID + 1;
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` (credentials never appear in `description` or errors). */
@@ -54,46 +56,18 @@ export interface PostgresStoreOptions {
    */
   staleMs?: number;
   poolSize?: number;
+  /**
+   * The sessions' application_name (pg_stat_activity), one per process so that an operator or a test can tell whose
+   * connection holds the lock: `episodes-worker-<host>-<pid>`, `episodes-cli-<command>-<pid>`.
+   */
+  applicationName?: string;
   /** Test-only: skip the advisory lock so that tests can show the constraints catch what the lock would have. */
   unsafeDisableLockForTests?: boolean;
-}
-
-export function defaultMediaDir(): string {
-  return path.resolve(process.env.EPISODES_MEDIA_DIR ?? './data/media');
-}
-
-export function isPostgresUrl(url: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(url);
-}
-
-/** host:port/database of a URL, without user or password. */
-export function describePostgresUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`;
-  } catch {
-    return '(unparseable URL)';
-  }
+  // Test-only, from the environment: EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS=1 decides and inserts in two
+  // transactions (the lock released in between), so that the fault tests can show the harness sees what that breaks.
 }
 
 type Db = Pool | PoolClient;
-
-const EPISODE_COLUMNS = `
-  e.episode_id, e.week_id, e.sequence, e.allocation_key, e.allocated_by, e.created_at, e.status, e.approval, e.media,
-  e.completed_at, e.migration, e.legacy,
-  COALESCE((SELECT jsonb_object_agg(j.step_key, j.record) FROM remote_jobs j WHERE j.episode_id = e.episode_id),
-           '{}'::jsonb) AS steps,
-  COALESCE((SELECT jsonb_agg(jsonb_build_object('step', l.step, 'round', l.round, 'remote_job_id', l.remote_job_id,
-                                                'amount_cents', l.amount_cents, 'currency', l.currency,
-                                                'recorded_at', l.recorded_at) ORDER BY l.position)
-            FROM ledger_entries l WHERE l.episode_id = e.episode_id), '[]'::jsonb) AS ledger`;
-
-const refRowSchema = z.object({
-  episode_id: z.string(),
-  week_id: z.string(),
-  sequence: z.number().int(),
-  allocation_key: z.string().nullable(),
-});
 
 export class PostgresEpisodeStore implements EpisodeStore {
   readonly description: string;
@@ -101,6 +75,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
   private readonly pool: Pool;
   private readonly lockTimeoutMs: number;
   private readonly unsafeNoLock: boolean;
+  private readonly unsafeSplit: boolean;
   private migrated?: Promise<void>;
   private closed = false;
 
@@ -109,12 +84,13 @@ export class PostgresEpisodeStore implements EpisodeStore {
     this.mediaRoot = path.resolve(options.mediaDir ?? defaultMediaDir());
     this.lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_OPTIONS.timeoutMs;
     this.unsafeNoLock = options.unsafeDisableLockForTests ?? process.env.EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS === '1';
+    this.unsafeSplit = process.env.EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS === '1';
     this.pool = new Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: 10_000,
       idle_in_transaction_session_timeout: Math.max(2_000, options.staleMs ?? DEFAULT_LOCK_OPTIONS.staleMs),
-      application_name: 'weekly-media-pipeline',
+      application_name: (options.applicationName ?? `episodes-${process.pid}`).slice(0, 63),
       keepAlive: true,
     });
     // An idle client losing its connection is reported here; the next query on a fresh client reports it properly.
@@ -336,31 +312,49 @@ export class PostgresEpisodeStore implements EpisodeStore {
   }
 
   private async allocateOnce(request: AllocationRequest): Promise<AllocationResult> {
-    const { allocationKey: key, weekId } = request;
+    if (this.unsafeSplit) return this.allocateSplitForTests(request);
     return this.transaction('allocate', async (client) => {
-      await this.takePipelineLock(client);
-      const { rows } = await this.query(
-        client,
-        'read allocation facts',
-        `SELECT episode_id, week_id, sequence, allocation_key FROM episodes WHERE allocation_key = $1 OR week_id = $2`,
-        [key, weekId],
-      );
-      const refs = rows.map((row) => toRef(row));
-      const decision = decideAllocation({
-        key,
-        weekId,
-        keyMatches: refs.filter((r) => r.allocationKey === key),
-        weekEpisodes: refs.filter((r) => r.weekId === weekId),
-      });
-      if (decision.kind === 'existing') {
-        const { episodeId, weekId: week, sequence } = decision.episode;
-        return { episodeId, weekId: week, sequence, created: false };
-      }
+      const decision = await this.decide(client, request);
+      if (decision.kind === 'existing') return existingResult(decision);
       await failpoint('allocation.decided');
-      const state = initialState(decision, key, request.allocatedBy, new Date().toISOString());
-      await this.insertEpisode(client, state);
-      return { episodeId: decision.episodeId, weekId, sequence: decision.sequence, created: true };
+      await this.insertEpisode(client, this.newState(request, decision));
+      return { episodeId: decision.episodeId, weekId: request.weekId, sequence: decision.sequence, created: true };
     });
+  }
+
+  /** Test-only: decide in one transaction and insert in another, so that tests show what the single one prevents. */
+  private async allocateSplitForTests(request: AllocationRequest): Promise<AllocationResult> {
+    const decision = await this.transaction('allocate (split, unsafe)', (client) => this.decide(client, request));
+    if (decision.kind === 'existing') return existingResult(decision);
+    await failpoint('allocation.decided');
+    await this.transaction('allocate (split, unsafe)', async (client) => {
+      await this.takePipelineLock(client);
+      await this.insertEpisode(client, this.newState(request, decision));
+    });
+    return { episodeId: decision.episodeId, weekId: request.weekId, sequence: decision.sequence, created: true };
+  }
+
+  /** Takes the pipeline lock and decides from the committed facts (inside the caller's transaction). */
+  private async decide(client: PoolClient, request: AllocationRequest): Promise<AllocationDecision> {
+    const { allocationKey: key, weekId } = request;
+    await this.takePipelineLock(client);
+    const { rows } = await this.query(
+      client,
+      'read allocation facts',
+      `SELECT episode_id, week_id, sequence, allocation_key FROM episodes WHERE allocation_key = $1 OR week_id = $2`,
+      [key, weekId],
+    );
+    const refs = rows.map((row) => toRef(row));
+    return decideAllocation({
+      key,
+      weekId,
+      keyMatches: refs.filter((r) => r.allocationKey === key),
+      weekEpisodes: refs.filter((r) => r.weekId === weekId),
+    });
+  }
+
+  private newState(request: AllocationRequest, decision: Extract<AllocationDecision, { kind: 'new' }>): EpisodeState {
+    return initialState(decision, request.allocationKey, request.allocatedBy, new Date().toISOString());
   }
 
   private async takePipelineLock(client: PoolClient): Promise<void> {
@@ -453,41 +447,9 @@ export class PostgresEpisodeStore implements EpisodeStore {
   }
 
   private async migrate(): Promise<void> {
-    MIGRATIONS.forEach((m, i) => {
-      if (m.version !== i + 1)
-        throw new Error(`postgres migration ${m.name} has version ${m.version}, expected ${i + 1}`);
-    });
-    await this.transaction('migrate schema', async (client) => {
-      await this.query(client, 'take migration lock', 'SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID]);
-      await this.query(
-        client,
-        'migrate schema',
-        `CREATE TABLE IF NOT EXISTS schema_migrations (
-           version    integer PRIMARY KEY,
-           name       text NOT NULL,
-           applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      const { rows } = await this.query(client, 'migrate schema', 'SELECT version FROM schema_migrations');
-      const applied = new Set(rows.map((r) => z.number().int().parse(r.version)));
-      const newest = Math.max(0, ...applied);
-      if (newest > LATEST_SCHEMA_VERSION) {
-        throw new PipelineError(
-          ErrorType.InvalidState,
-          `the ${this.description} has schema version ${newest}, newer than this build knows ` +
-            `(${LATEST_SCHEMA_VERSION}); upgrade this process`,
-        );
-      }
-      for (const m of MIGRATIONS) {
-        if (applied.has(m.version)) continue;
-        await this.query(client, `apply migration ${m.version}`, m.sql);
-        await this.query(
-          client,
-          `apply migration ${m.version}`,
-          'INSERT INTO schema_migrations (version, name) VALUES ($1, $2)',
-          [m.version, m.name],
-        );
-      }
-    });
+    await this.transaction('migrate schema', (client) =>
+      applyMigrations((what, text, values) => this.query(client, what, text, values), this.description),
+    );
   }
 
   private async transaction<T>(what: string, body: (client: PoolClient) => Promise<T>): Promise<T> {
@@ -536,98 +498,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
   }
 }
 
-function toRef(row: Record<string, unknown>): StoredEpisodeRef {
-  const r = parseRow(`episodes row ${String(row.episode_id)}`, refRowSchema, row);
-  // The ids are re-checked by decideAllocation; the casts only carry the brands.
-  return {
-    episodeId: r.episode_id as EpisodeId,
-    weekId: r.week_id as WeekId,
-    sequence: r.sequence,
-    allocationKey: r.allocation_key,
-  };
-}
-
-function stateFromRow(row: Record<string, unknown>): EpisodeState {
-  const { migration, legacy, ...rest } = row;
-  return parseRow(`episodes row ${String(row.episode_id)}`, episodeStateSchema, {
-    schema: 'episode-state/v1',
-    ...rest,
-    ...(migration === null ? {} : { migration }),
-    ...(legacy === null ? {} : { legacy }),
-  });
-}
-
-function parseRow<S extends z.ZodType>(where: string, schema: S, value: unknown): z.output<S> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new PipelineError(ErrorType.StoreCorrupt, `${where}: ${unexpectedContent(parsed.error)}`, { where });
-  }
-  return parsed.data;
-}
-
-function historyValues(entry: HistoryEntry): unknown[] {
-  return [
-    entry.episode_id,
-    entry.week_id,
-    entry.sequence,
-    entry.allocation_key,
-    entry.completed_at,
-    entry.total_cost_cents,
-    entry.currency,
-    json(entry),
-  ];
-}
-
-function json(value: unknown): string {
-  return JSON.stringify(value);
-}
-
-function jsonOrNull(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
-}
-
-function isUniqueViolation(e: unknown): boolean {
-  return e instanceof PipelineError && e.details.sqlstate === '23505';
-}
-
-/** Connection-level trouble a retry can fix: network errors, server restarts, too many connections. */
-const RETRYABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/**
- * SQLSTATE → ErrorType. Integrity violations and schema mismatches are StoreCorrupt (a retry cannot fix them);
- * lock_not_available is LockTimeout; everything else, connection errors first, is a retryable StorageFailure.
- */
-export function toStoreError(e: unknown, what: string): PipelineError {
-  if (e instanceof PipelineError) return e;
-  if (e instanceof DatabaseError) {
-    const sqlstate = e.code ?? '';
-    const details = { sqlstate, constraint: e.constraint ?? null, table: e.table ?? null };
-    if (sqlstate === '55P03') {
-      return new PipelineError(ErrorType.LockTimeout, `${what}: pipeline lock still held by another process`, details, {
-        cause: e,
-      });
-    }
-    if (sqlstate.startsWith('23') || sqlstate.startsWith('42')) {
-      const why = sqlstate.startsWith('23') ? `constraint ${e.constraint ?? '?'} refused the write` : 'schema mismatch';
-      return new PipelineError(
-        ErrorType.StoreCorrupt,
-        `${what}: ${why} (SQLSTATE ${sqlstate}: ${e.message})`,
-        details,
-        {
-          cause: e,
-        },
-      );
-    }
-    return new PipelineError(ErrorType.StorageFailure, `${what}: SQLSTATE ${sqlstate}: ${e.message}`, details, {
-      cause: e,
-    });
-  }
-  const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  const message = e instanceof Error ? e.message : String(e);
-  return new PipelineError(
-    ErrorType.StorageFailure,
-    `${what}: ${code && RETRYABLE_NODE_CODES.has(code) ? code : message}`,
-    { code: code ?? null },
-    { cause: e },
-  );
+function existingResult(decision: Extract<AllocationDecision, { kind: 'existing' }>): AllocationResult {
+  const { episodeId, weekId, sequence } = decision.episode;
+  return { episodeId, weekId, sequence, created: false };
 }

@@ -65,6 +65,111 @@ export async function withDatabase<T>(url: string, body: (client: Client) => Pro
   }
 }
 
+/**
+ * A throwaway server of its own for fault tests (scripts/postgres-test-server.sh on a separate PGTEST_DIR), so that
+ * crashing, restarting or starving it never disturbs the shared test server. Stopped by `stop()` or at exit.
+ */
+export class PostgresFaultServer {
+  private constructor(
+    private readonly dir: string,
+    /** Admin URL of the `episodes` database. */
+    readonly url: string,
+  ) {}
+
+  static async start(name: string): Promise<PostgresFaultServer> {
+    const dir = path.join(STATE_ROOT, `faults-${process.pid}-${name}`);
+    faultServerDirs.add(dir);
+    const { stdout } = await execFileAsync('bash', [SCRIPT, 'start'], {
+      env: { ...process.env, PGTEST_DIR: dir },
+      timeout: 600_000,
+    });
+    return new PostgresFaultServer(dir, stdout.trim());
+  }
+
+  private async script(...args: string[]): Promise<string> {
+    const { stdout } = await execFileAsync('bash', [SCRIPT, ...args], {
+      env: { ...process.env, PGTEST_DIR: this.dir },
+      timeout: 120_000,
+    });
+    return stdout.trim();
+  }
+
+  /** `pg_ctl -m immediate stop`: every backend dies at once, nothing is flushed; the data stays for `resume()`. */
+  crash(): Promise<string> {
+    return this.script('crash');
+  }
+
+  /** `pg_ctl -m smart stop` without waiting: the server refuses new sessions (57P03) until the open ones end. */
+  beginSmartShutdown(): Promise<string> {
+    return this.script('shutdown-smart');
+  }
+
+  /** Starts the crashed or stopped server again on the same data and port (crash recovery first). */
+  resume(): Promise<string> {
+    return this.script('resume');
+  }
+
+  /** `ALTER SYSTEM SET name = value`, then a fast restart so that even restart-only settings apply. */
+  async configure(settings: Record<string, string | number>): Promise<void> {
+    for (const [name, value] of Object.entries(settings)) {
+      await this.sql(`ALTER SYSTEM SET ${name} = '${String(value)}'`);
+    }
+    await this.script('restart');
+  }
+
+  /** One statement as the admin user, through psql; its rows as unaligned text. */
+  sql(statement: string): Promise<string> {
+    return this.script('sql', statement);
+  }
+
+  /** One statement on another database of this server. */
+  sqlOn(database: string, statement: string): Promise<string> {
+    return this.script('sql', statement, database);
+  }
+
+  /** Ends every backend whose application_name starts with `prefix`; how many. */
+  async terminateApplication(prefix: string): Promise<number> {
+    const out = await this.sql(
+      `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity ` +
+        `WHERE application_name LIKE '${prefix.replace(/'/g, "''")}%' AND pid <> pg_backend_pid()`,
+    );
+    return Number(out);
+  }
+
+  /** Ends the backend holding advisory lock `lockId` (granted); its application_name, or undefined if none held it. */
+  async terminateLockHolder(lockId: number): Promise<string | undefined> {
+    const out = await this.sql(
+      `SELECT a.application_name, pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a USING (pid) ` +
+        `WHERE l.locktype = 'advisory' AND l.granted AND l.objid = ${lockId} AND l.objsubid = 1`,
+    );
+    return out ? out.split('|')[0] : undefined;
+  }
+
+  /** What must be zero on a quiet server: advisory locks held, sessions idle inside a transaction (ours excluded). */
+  async leftovers(): Promise<{ advisoryLocks: number; idleInTransaction: number }> {
+    const out = await this.sql(
+      `SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'), ` +
+        `(SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' AND pid <> pg_backend_pid())`,
+    );
+    const [advisoryLocks, idleInTransaction] = out.split('|').map(Number);
+    return { advisoryLocks: advisoryLocks ?? NaN, idleInTransaction: idleInTransaction ?? NaN };
+  }
+
+  /** application_name of every client session (ours excluded). */
+  async applications(): Promise<string[]> {
+    const out = await this.sql(
+      `SELECT application_name FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+    );
+    return out ? out.split('\n') : [];
+  }
+
+  async stop(): Promise<void> {
+    faultServerDirs.delete(this.dir);
+    await this.script('stop');
+  }
+}
+const faultServerDirs = new Set<string>();
+
 export async function stopTestPostgres(): Promise<void> {
   if (!server) return;
   const base = await server.catch(() => undefined);
@@ -85,7 +190,7 @@ export async function stopTestPostgres(): Promise<void> {
 function stopAbandonedServers(): void {
   if (!existsSync(STATE_ROOT)) return;
   for (const name of readdirSync(STATE_ROOT)) {
-    const pid = /^mocha-(\d+)$/.exec(name)?.[1];
+    const pid = /^(?:mocha|faults)-(\d+)/.exec(name)?.[1];
     if (!pid || isAlive(Number(pid))) continue;
     execFileSync('bash', [SCRIPT, 'stop'], { env: { ...process.env, PGTEST_DIR: path.join(STATE_ROOT, name) } });
   }
@@ -114,6 +219,9 @@ if (typeof before === 'function' && typeof after === 'function') {
 }
 // Last resort (an uncaught error, Ctrl-C): never leave the server running.
 process.on('exit', () => {
+  for (const dir of faultServerDirs) {
+    execFileSync('bash', [SCRIPT, 'stop'], { env: { ...process.env, PGTEST_DIR: dir }, stdio: 'ignore' });
+  }
   if (ownServerDir) {
     execFileSync('bash', [SCRIPT, 'stop'], { env: { ...process.env, PGTEST_DIR: ownServerDir }, stdio: 'ignore' });
   }

@@ -22,7 +22,7 @@ export async function until<T>(
     }
     if (Date.now() > deadline) {
       throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : ` (${String(last)})`}`,
+        `timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : ` (${describe(last)})`}`,
       );
     }
     await sleep(intervalMs);
@@ -32,4 +32,8 @@ export async function until<T>(
 /** `until` for a synchronous condition. */
 export async function waitFor(predicate: () => boolean, timeoutMs = 2000, what = 'condition'): Promise<void> {
   await until(what, () => (predicate() ? true : undefined), timeoutMs, 5);
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? e.message : typeof e === 'string' ? e : JSON.stringify(e);
 }

@@ -1,7 +1,10 @@
 /**
  * The crash matrix: for every failpoint a weekly run reaches, a real weekly episode on the dev server whose worker
  * PROCESS is SIGKILLed exactly there; a fresh worker then finishes the run, and the invariants must hold (one episode
- * for the key, billing = ledger, one charge per step and round, `episodes verify` clean, no leftover lock).
+ * for the key, billing = ledger, one charge per step and round, `episodes verify` clean, no leftover lock), on both
+ * stores: the file store, and PostgreSQL (whose killed worker's connections die with it, mid-transaction).
+ * `npm test` runs every file-store row and a representative PostgreSQL subset; EPISODES_FAULTS=full (`npm run
+ * test:faults`) runs every PostgreSQL row too.
  * Migration failpoints are not on this path; test/legacy-migration/crash.test.ts kills `episodes migrate` at each of them.
  */
 import assert from 'node:assert/strict';
@@ -11,7 +14,6 @@ import * as path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
-import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { weeklyEpisodeWorkflow } from '../../src/workflows';
 import { startTestVendor, testDeps } from '../helpers/deps';
@@ -21,8 +23,12 @@ import {
   assertInvariants,
   formatTable,
   sleep,
+  newStoreTarget,
+  openTarget,
   startWorkerProcess,
   type InvariantCounts,
+  type StoreKind,
+  type StoreTarget,
   type WorkerProcess,
 } from './helpers';
 
@@ -53,11 +59,44 @@ const POINTS = [
   'fs.write@2',
   'fs.write@12',
 ];
+/** The points a weekly run on the PostgreSQL store reaches (no index files, no durable-fs writes). */
+const POSTGRES_POINTS = [
+  'allocation.lock-taken',
+  'allocation.decided',
+  'allocation.state-written',
+  'allocation.before-return',
+  'submission.intent-saved',
+  'submission.accepted',
+  'submission.reference-saved',
+  'submission.artifact-downloaded',
+  'submission.ledger-written',
+  'progress.recorded@2',
+  'progress.recorded@3',
+  'submission.accepted@3',
+  'completion.state-written',
+  'completion.before-history',
+  'completion.after-history',
+];
+/** In `npm test`: inside the allocation transaction, and the submission steps either side of the vendor's accept. */
+const POSTGRES_SUBSET = [
+  'allocation.decided',
+  'submission.intent-saved',
+  'submission.reference-saved',
+  'completion.before-history',
+];
+const FULL = process.env.EPISODES_FAULTS === 'full';
+const ROWS: Record<StoreKind, string[]> = {
+  file: POINTS,
+  postgres: FULL ? POSTGRES_POINTS : POSTGRES_SUBSET,
+};
+/** Weeks per store, so that episode and workflow IDs never collide on the shared dev server. */
+const FIRST_WEEK: Record<StoreKind, number> = { file: 10, postgres: 30 };
 const MIGRATION_CRASH_TEST = 'test/legacy-migration/crash.test.ts';
 /** Points run a few at a time: most of a row is waiting for Temporal to time out the dead worker's tasks. */
 const CONCURRENCY = 4;
 
 interface Row {
+  store: string;
   point: string;
   died: string;
   billedAtDeath: number | string;
@@ -76,21 +115,21 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
   const dirs: string[] = [];
   const vendors: VendorSimulator[] = [];
   const doomedWorkers: WorkerProcess[] = [];
-  let runs: Map<string, Promise<InvariantCounts>>;
+  const runs = new Map<StoreKind, Map<string, Promise<InvariantCounts>>>();
 
   before(async function () {
     this.timeout(5 * 60_000);
     env = await createTestEnv();
     await workflowBundle();
-    runs = inPool(POINTS, CONCURRENCY, runPoint);
   });
   after(async () => {
-    await Promise.allSettled(runs?.values() ?? []);
+    for (const r of runs.values()) await Promise.allSettled(r.values());
     await Promise.all(doomedWorkers.map((w) => w.stop()));
     await Promise.all(vendors.map((v) => v.close()));
     await env?.teardown();
     for (const dir of dirs) await fs.rm(dir, { recursive: true, force: true });
     const migrationRows = migrationPoints().map((point) => ({
+      store: 'file',
       point,
       died: 'n/a',
       billedAtDeath: '',
@@ -101,7 +140,8 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
       lock: '',
       seconds: '',
     }));
-    console.log(`\ncrash matrix\n${formatTable([...POINTS.map((p) => rows.get(p) ?? notRun(p)), ...migrationRows])}\n`);
+    const table = (kind: StoreKind) => ROWS[kind].map((p) => rows.get(`${kind} ${p}`) ?? notRun(kind, p));
+    console.log(`\ncrash matrix\n${formatTable([...table('file'), ...migrationRows, ...table('postgres')])}\n`);
   });
 
   it('covers every failpoint in src/: weekly-run points here, migration points in the migration crash test', () => {
@@ -118,15 +158,26 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
     assert.ok(migrationPoints().length >= 5, 'the migration has failpoints at each step');
   });
 
-  for (const point of POINTS) {
-    it(`killed at ${point}: a fresh worker completes the run; invariants hold`, async () => {
-      await runs.get(point);
+  for (const kind of ['file', 'postgres'] as const) {
+    describe(`${kind} store`, () => {
+      before(() => {
+        runs.set(
+          kind,
+          inPool(ROWS[kind], CONCURRENCY, (point, index) => runPoint(kind, point, index)),
+        );
+      });
+      for (const point of ROWS[kind]) {
+        it(`killed at ${point}: a fresh worker completes the run; invariants hold`, async () => {
+          await runs.get(kind)?.get(point);
+        });
+      }
     });
   }
 
-  async function runPoint(point: string, index: number): Promise<InvariantCounts> {
+  async function runPoint(kind: StoreKind, point: string, index: number): Promise<InvariantCounts> {
     const started = Date.now();
     const row: Row = {
+      store: kind,
       point,
       died: 'no',
       billedAtDeath: '',
@@ -137,21 +188,23 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
       lock: '',
       seconds: '',
     };
-    rows.set(point, row);
+    rows.set(`${kind} ${point}`, row);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'crash-'));
     dirs.push(dir);
+    const target: StoreTarget = await newStoreTarget(kind, dir, 'crash');
     const vendor = await startTestVendor();
     vendors.push(vendor);
     const taskQueue = uniqueTaskQueue('crash');
     // A week of its own per point: episode and workflow IDs never collide on the shared dev server.
-    const week = `2027-W${String(10 + index).padStart(2, '0')}`;
-    const key = `crash-matrix-${point}`;
+    const week = `2027-W${String(FIRST_WEEK[kind] + index).padStart(2, '0')}`;
+    const key = `crash-matrix-${kind}-${point}`;
     const [name, nth] = point.split('@');
 
     const doomed = startWorkerProcess(`doomed-${point}`, {
       address: env.address,
       taskQueue,
       dataDir: dir,
+      store: target,
       vendorUrl: vendor.url,
       failpoints: `${name}=kill${nth ? `@${nth}` : ''}`,
     });
@@ -159,7 +212,7 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
     await doomed.waitUntilPolling();
     await env.client.workflow.start(weeklyEpisodeWorkflow, { workflowId: key, taskQueue, args: [{ week }] });
     // The operator approves whenever the production waits for it, before and after the crash alike.
-    const productions = approveProductions(env.client, dir, 1, 10 * 60_000);
+    const productions = approveProductions(env.client, target, 1, 10 * 60_000);
     productions.catch(() => undefined);
 
     const ended = await Promise.race([
@@ -175,15 +228,16 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
     row.died = 'yes (SIGKILL)';
     row.billedAtDeath = vendor.billing().length;
 
-    // A fresh worker, with a short lock staleness so that a lock held by the dead process is taken over quickly.
-    const store = new FileEpisodeStore(dir, { timeoutMs: 30_000, staleMs: 2_000 });
+    // A fresh worker, with a short lock staleness so that a lock held by the dead process is taken over quickly (on
+    // PostgreSQL the dead process's sessions end with it, and so do their transactions and the advisory lock).
+    const store = openTarget(target, { lockTimeoutMs: 30_000, staleMs: 2_000 });
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await workflowBundle(),
       activities: createActivities(testDeps(store, vendor)),
     });
-    const [production] = await worker.runUntil(productions);
+    const [production] = await worker.runUntil(productions).finally(() => store.close());
     const weekly = await env.client.workflow.getHandle<typeof weeklyEpisodeWorkflow>(key).result();
     assert.ok(production, 'the production finished');
     row.outcome = production.result.outcome;
@@ -192,7 +246,7 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
     assert.equal(production.result.outcome, 'completed');
 
     try {
-      const counts = await assertInvariants(dir, vendor, { keys: [key], allCompleted: true });
+      const counts = await assertInvariants(target, vendor, { keys: [key], allCompleted: true });
       row.charges = counts.charges;
       row.ledger = counts.ledgerEntries;
       row.verify = counts.verifyProblems === 0 ? 'clean' : `${counts.verifyProblems} problems`;
@@ -256,8 +310,9 @@ function migrationPoints(): string[] {
   return failpointsInSource().filter((p) => p.startsWith('migration.'));
 }
 
-function notRun(point: string): Row {
+function notRun(store: StoreKind, point: string): Row {
   return {
+    store,
     point,
     died: '-',
     billedAtDeath: '',

@@ -10,17 +10,65 @@ import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { EpisodeState } from '../../src/domain/episode-state';
 import { productionWorkflowId } from '../../src/domain/names';
+import type { EpisodeStore } from '../../src/store/episode-store';
 import { FileEpisodeStore } from '../../src/store/file-store';
+import { DEFAULT_LOCK_OPTIONS } from '../../src/store/pipeline-lock';
+import { PostgresEpisodeStore } from '../../src/store/postgres-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { VerifyReport } from '../../src/verify/verify-store';
 import type { EpisodeProductionResult } from '../../src/workflows/episode-production';
 import { approveSignal, statusQuery } from '../../src/workflows/messages';
 import { WORKFLOW_TEST_API_KEY } from '../helpers/deps';
+import { freshDatabase, withDatabase } from '../helpers/postgres';
 import { DIST_ROOT, runCli } from '../helpers/processes';
 
 import { sleep, until } from '../helpers/wait';
 
 export { sleep, until };
+
+// ---- the store under test ----
+
+/** Where a scenario's episodes live: a file store data dir, or a PostgreSQL database with a media root. */
+export type StoreTarget = { kind: 'file'; dataDir: string } | { kind: 'postgres'; url: string; mediaDir: string };
+export type StoreKind = StoreTarget['kind'];
+export const STORE_KINDS: readonly StoreKind[] = ['file', 'postgres'];
+
+/** A bare string is a file store data dir (what the file-only scenarios pass). */
+function asTarget(t: string | StoreTarget): StoreTarget {
+  return typeof t === 'string' ? { kind: 'file', dataDir: t } : t;
+}
+
+/** A fresh, empty store of that kind; `dir` holds its files (the data dir, or the PostgreSQL store's media). */
+export async function newStoreTarget(kind: StoreKind, dir: string, prefix: string): Promise<StoreTarget> {
+  if (kind === 'file') return { kind, dataDir: dir };
+  return { kind, url: await freshDatabase(prefix), mediaDir: path.join(dir, 'media') };
+}
+
+export function openTarget(
+  t: string | StoreTarget,
+  options: { lockTimeoutMs?: number; staleMs?: number } = {},
+): EpisodeStore {
+  const target = asTarget(t);
+  if (target.kind === 'file') {
+    return new FileEpisodeStore(target.dataDir, {
+      timeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_OPTIONS.timeoutMs,
+      staleMs: options.staleMs ?? DEFAULT_LOCK_OPTIONS.staleMs,
+    });
+  }
+  return new PostgresEpisodeStore({ url: target.url, mediaDir: target.mediaDir, poolSize: 4, ...options });
+}
+
+/** The environment that points a worker or the CLI at the target. */
+export function targetEnv(t: string | StoreTarget): NodeJS.ProcessEnv {
+  const target = asTarget(t);
+  return target.kind === 'file'
+    ? { EPISODES_DATA_DIR: target.dataDir, EPISODES_STORE_URL: '' }
+    : { EPISODES_STORE_URL: target.url, EPISODES_MEDIA_DIR: target.mediaDir };
+}
+
+export function describeTarget(t: string | StoreTarget): string {
+  return asTarget(t).kind === 'file' ? 'file store' : 'postgres store';
+}
 
 // ---- worker processes ----
 
@@ -28,6 +76,8 @@ export interface WorkerProcessOptions {
   address: string;
   taskQueue: string;
   dataDir: string;
+  /** The store, when it is not the file store in `dataDir` (EPISODES_STORE_URL, EPISODES_MEDIA_DIR). */
+  store?: StoreTarget;
   vendorUrl: string;
   /** EPISODES_FAILPOINTS, e.g. `submission.accepted=kill`. */
   failpoints?: string;
@@ -64,6 +114,7 @@ export function startWorkerProcess(name: string, o: WorkerProcessOptions): Worke
     VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
     ...(o.failpoints ? { EPISODES_FAILPOINTS: o.failpoints } : {}),
     ...(o.lockStaleMs ? { EPISODES_LOCK_STALE_MS: String(o.lockStaleMs) } : {}),
+    ...(o.store?.kind === 'postgres' ? targetEnv(o.store) : {}),
     ...o.extraEnv,
   });
   const child = spawn(process.execPath, [path.join(DIST_ROOT, 'src', 'worker.js')], {
@@ -118,11 +169,24 @@ export interface ProductionOutcome {
  */
 export async function approveProductions(
   client: Client,
-  dataDir: string,
+  target: string | StoreTarget,
   expected: number,
   timeoutMs: number,
 ): Promise<ProductionOutcome[]> {
-  const store = new FileEpisodeStore(dataDir);
+  const store = openTarget(target);
+  try {
+    return await approveFrom(store, client, expected, timeoutMs);
+  } finally {
+    await store.close();
+  }
+}
+
+async function approveFrom(
+  store: EpisodeStore,
+  client: Client,
+  expected: number,
+  timeoutMs: number,
+): Promise<ProductionOutcome[]> {
   const deadline = Date.now() + timeoutMs;
   const approved = new Map<string, Promise<ProductionOutcome>>();
   while (approved.size < expected) {
@@ -133,7 +197,7 @@ export async function approveProductions(
     try {
       episodes = await store.listEpisodes();
     } catch {
-      // A file mid-rename on a slow disk: next round.
+      // A file mid-rename on a slow disk, a database restarting: next round.
     }
     const waiting = episodes.filter(
       (e) => !approved.has(e.episode_id) && e.status === 'awaiting_approval' && e.approval?.status === 'pending',
@@ -206,16 +270,23 @@ export interface InvariantOptions {
  *  - at most one vendor charge per (episode, step, round);
  *  - the vendor's billing equals the ledger (no charge lost, none invented);
  *  - `episodes verify` (the CLI, read-only) finds nothing;
- *  - no leftover pipeline lock.
+ *  - no leftover pipeline lock (PostgreSQL: no advisory lock, no session idle inside a transaction).
  */
 export async function assertInvariants(
-  dataDir: string,
+  t: string | StoreTarget,
   vendor: VendorSimulator,
   options: InvariantOptions = {},
 ): Promise<InvariantCounts> {
-  const store = new FileEpisodeStore(dataDir);
-  const episodes = await store.listEpisodes();
-  const history = await store.listHistory();
+  const target = asTarget(t);
+  const store = openTarget(target);
+  let episodes: EpisodeState[];
+  let history: Awaited<ReturnType<EpisodeStore['listHistory']>>;
+  try {
+    episodes = await store.listEpisodes();
+    history = await store.listHistory();
+  } finally {
+    await store.close();
+  }
 
   // Identity: one episode per key and per id; sequences 0..n-1 in every week.
   const byKey = groupBy(episodes, (e) => e.allocation_key ?? '(none)');
@@ -274,7 +345,10 @@ export async function assertInvariants(
   }
 
   // The store checker, as an operator runs it.
-  const verify = await runCli(['--data-dir', dataDir, 'verify', '--json'], { EPISODES_STORE_URL: '' });
+  const verify = await runCli(
+    target.kind === 'file' ? ['--data-dir', target.dataDir, 'verify', '--json'] : ['verify', '--json'],
+    targetEnv(target),
+  );
   let report: VerifyReport;
   try {
     report = JSON.parse(verify.stdout) as VerifyReport;
@@ -285,8 +359,12 @@ export async function assertInvariants(
   assert.equal(verify.code, 0, verify.stderr);
   assert.equal(report.episodes_checked, episodes.length, 'verify saw every episode');
 
-  const lock = path.join(dataDir, 'pipeline.lock');
-  await assert.rejects(fs.stat(lock), { code: 'ENOENT' }, `leftover lock ${lock}`);
+  if (target.kind === 'file') {
+    const lock = path.join(target.dataDir, 'pipeline.lock');
+    await assert.rejects(fs.stat(lock), { code: 'ENOENT' }, `leftover lock ${lock}`);
+  } else {
+    assert.deepEqual(await postgresLeftovers(target.url), { advisoryLocks: 0, idleInTransaction: 0 }, 'leftovers');
+  }
 
   return {
     episodes: episodes.length,
@@ -300,6 +378,19 @@ export async function assertInvariants(
     chargesLost,
     verifyProblems: report.problems.length,
   };
+}
+
+/** Advisory locks held and sessions idle inside a transaction on the target's database (this check's own excluded). */
+export async function postgresLeftovers(url: string): Promise<{ advisoryLocks: number; idleInTransaction: number }> {
+  return withDatabase(url, async (c) => {
+    const { rows } = await c.query<{ locks: number; idle: number }>(
+      `SELECT (SELECT count(*)::int FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                WHERE l.locktype = 'advisory' AND d.datname = current_database()) AS locks,
+              (SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database()
+                AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()) AS idle`,
+    );
+    return { advisoryLocks: rows[0]!.locks, idleInTransaction: rows[0]!.idle };
+  });
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {

@@ -1,5 +1,5 @@
 /**
- * Versioned schema migrations of the PostgreSQL store, applied in order on start (postgres-store.ts `migrate()`).
+ * Versioned schema migrations of the PostgreSQL store, applied in order on start by runner.ts.
  * Plain numbered SQL kept in .ts modules so that `tsc` ships them in dist/ with no copy step. A migration is never
  * edited once released: add `NNN-<name>.ts` with the next version and append it here.
  */
