@@ -14,7 +14,8 @@ import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
 import { loadConfig, loadDemoSettings } from './config';
 import { parseEpisodeId } from './domain/episode-id';
-import { SCHEDULE_ID } from './domain/names';
+import { formatMoney } from './domain/money';
+import { SCHEDULE_ID, decisionUpdateId } from './domain/names';
 import { FileEpisodeStore } from './store/file-store';
 import { DEFAULT_VENDOR_PORT } from './vendor-api/api';
 import { staticCredentialsLoader } from './vendor-api/credentials';
@@ -22,7 +23,7 @@ import { startVendorSimulator } from './vendor-sim/simulator';
 import { connectClient } from './temporal-connection';
 import { createWorker } from './worker';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';
-import { approveSignal, statusQuery } from './workflows/messages';
+import { approveUpdate, statusQuery } from './workflows/messages';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -86,7 +87,9 @@ async function main(): Promise<void> {
         console.log(`waiting for approval: npx episodes approve ${weekly.episodeId}   (or rework --notes "...")`);
       } else {
         console.log('video and cover are ready; approving as "demo"');
-        await production.signal(approveSignal, { by: 'demo' });
+        const updateId = decisionUpdateId(weekly.episodeId, 0, 'approve', 'demo');
+        const accepted = await production.executeUpdate(approveUpdate, { args: [{ by: 'demo', round: 0 }], updateId });
+        console.log(`accepted: round ${accepted.round} ${accepted.kind} by ${accepted.by}`);
       }
       const result = await production.result();
       const state = await store.requireEpisode(parseEpisodeId(weekly.episodeId).episodeId);
@@ -94,6 +97,7 @@ async function main(): Promise<void> {
       console.log(describeEpisode(state));
       console.log('');
       console.log(`outcome:     ${result.outcome}`);
+      if (result.outcome === 'completed') console.log(`total cost:  ${formatMoney(result.totalCostCents)}`);
       console.log(`data dir:    ${store.dataDir}`);
       console.log(`Temporal UI: http://127.0.0.1:8233/namespaces/${config.temporal.namespace}/workflows/${workflowId}`);
       console.log('run `npm run demo` again: the next run of this week gets the next sequence.');

@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { allocateEpisodeOn } from '../activities/allocation';
 import { parseEpisodeId } from '../domain/episode-id';
+import { formatMoney } from '../domain/money';
 import { stepKey } from '../domain/names';
 import type { EpisodeState } from '../domain/episode-state';
 import { isoWeekOfInstant, parseInstant, parseTimeZone, parseWeekId } from '../domain/week-id';
@@ -111,11 +112,12 @@ export function describeEpisode(e: EpisodeState): string {
   }
   for (const l of e.ledger) {
     lines.push(
-      `charge       ${stepKey(l.step, l.round).padEnd(12)} ${String(l.amount_cents).padStart(6)} ${l.currency}  job=${l.remote_job_id}`,
+      `charge       ${stepKey(l.step, l.round).padEnd(12)} ${formatMoney(l.amount_cents, l.currency).padStart(12)}  job=${l.remote_job_id}`,
     );
   }
   const total = e.ledger.reduce((sum, l) => sum + l.amount_cents, 0);
-  if (e.ledger.length) lines.push(`ledger       ${e.ledger.length} charges, ${total} cents`);
+  const currency = e.ledger[0]?.currency;
+  if (e.ledger.length) lines.push(`ledger       ${e.ledger.length} charges, ${formatMoney(total, currency)}`);
   for (const [name, m] of Object.entries(e.media)) lines.push(`media ${name.padEnd(7)} ${m.path} sha256=${m.sha256}`);
   if (e.completed_at) lines.push(`completed    ${e.completed_at}`);
   return lines.join('\n');

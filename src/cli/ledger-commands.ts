@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { formatMoney } from '../domain/money';
 import type { EpisodeState } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
 import { stepKey } from '../domain/names';
@@ -132,23 +133,24 @@ export function registerLedgerCommands(program: Command, ctx: CliContext): void 
 }
 
 function printLedger(view: LedgerView): void {
+  const money = (cents: number) => formatMoney(cents, view.currency).padStart(14);
   for (const e of view.episodes.filter((x) => x.steps.length > 0)) {
     for (const s of e.steps) {
-      console.log(
-        `${e.episode_id.padEnd(14)} ${s.step.padEnd(12)} ${String(s.amount_cents).padStart(8)}  ${s.remote_job_id}`,
-      );
+      console.log(`${e.episode_id.padEnd(14)} ${s.step.padEnd(12)} ${money(s.amount_cents)}  ${s.remote_job_id}`);
     }
-    console.log(`${e.episode_id.padEnd(14)} ${'total'.padEnd(12)} ${String(e.total_cents).padStart(8)}`);
+    console.log(`${e.episode_id.padEnd(14)} ${'total'.padEnd(12)} ${money(e.total_cents)}`);
   }
-  console.log(
-    `${'all'.padEnd(14)} ${'total'.padEnd(12)} ${String(view.total_cents).padStart(8)} ${view.currency} cents`,
-  );
+  console.log(`${'all'.padEnd(14)} ${'total'.padEnd(12)} ${money(view.total_cents)}`);
   const r = view.reconciliation;
   if (!r) return console.log('vendor billing not checked (--no-vendor)');
   console.log(`vendor billing: ${r.charges_checked} charges checked, ${r.pending.length} pending`);
   for (const c of r.unrecorded_charges)
-    console.log(`UNRECORDED CHARGE ${c.job_id} (${c.episode_id} ${c.kind}, ${c.amount_cents} cents)`);
+    console.log(
+      `UNRECORDED CHARGE ${c.job_id} (${c.episode_id} ${c.kind}, ${formatMoney(c.amount_cents, view.currency)})`,
+    );
   for (const u of r.unbilled_entries) console.log(`UNBILLED LEDGER ENTRY ${u.job_id} (${u.episode_id} ${u.step})`);
-  for (const m of r.amount_mismatches)
-    console.log(`AMOUNT MISMATCH ${m.job_id}: ledger ${m.ledger_cents}, billed ${m.billed_cents}`);
+  for (const m of r.amount_mismatches) {
+    const [ledger, billed] = [m.ledger_cents, m.billed_cents].map((c) => formatMoney(c, view.currency));
+    console.log(`AMOUNT MISMATCH ${m.job_id}: ledger ${ledger}, billed ${billed}`);
+  }
 }

@@ -3,7 +3,13 @@
  * checks that it exists before it touches Temporal, the credentials or the vendor.
  */
 import * as os from 'node:os';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Command } from 'commander';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
@@ -14,26 +20,25 @@ import { createVendorClient } from '../vendor-api/client';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import { episodeProductionWorkflow, episodeReassemblyWorkflow } from '../workflows';
-import { approveSignal, reconciledSignal, requestReworkSignal, statusQuery } from '../workflows/messages';
-import { paidStepWorkflowId, productionWorkflowId, reassemblyWorkflowId } from '../domain/names';
+import {
+  approveUpdate,
+  reconciledSignal,
+  requestReworkUpdate,
+  statusQuery,
+  type AcceptedDecision,
+  type ProductionStatus,
+} from '../workflows/messages';
+import { episodeRunTags } from '../workflows/episode-tags';
+import { approverProblem, notesProblem, type DecisionKind } from '../domain/decision';
+import { formatMoney } from '../domain/money';
+import { decisionUpdateId, paidStepWorkflowId, productionWorkflowId, reassemblyWorkflowId } from '../domain/names';
 import { printJson, type CliContext } from './context';
-
-const MAX_NOTES = 4000;
 
 export function registerPaidCommands(program: Command, ctx: CliContext): void {
   /** The guard shared by every paid command: a parsed id of an episode that exists. */
   async function existing(raw: string): Promise<{ id: EpisodeId; state: EpisodeState }> {
     const { episodeId } = parseEpisodeId(raw);
     return { id: episodeId, state: await ctx.getStore().requireEpisode(episodeId) };
-  }
-
-  /** A decision is only taken while a cut waits for one; anything else would be a signal nobody reads. */
-  async function awaitingApproval(raw: string): Promise<{ id: EpisodeId; state: EpisodeState }> {
-    const found = await existing(raw);
-    if (found.state.status !== 'awaiting_approval') {
-      throw new PipelineError(ErrorType.InvalidState, `${found.id} is ${found.state.status}, not awaiting approval`);
-    }
-    return found;
   }
 
   program
@@ -51,6 +56,7 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
           taskQueue: ctx.config.taskQueue,
           args: [{ episodeId: id, approvalTimeout: opts.approvalTimeout }],
           workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+          ...episodeRunTags(id, 'production'),
         });
         console.log(`started ${workflowId}`);
       } catch (e) {
@@ -61,26 +67,32 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
 
   program
     .command('approve')
-    .description('approve the cut of an episode waiting for approval (signal `approve`)')
+    .description('approve the cut of the current round (update `approve`; answers accepted or refused, with why)')
     .argument('<episode_id>')
     .option('--by <name>', 'who approves', os.userInfo().username)
     .action(async (raw: string, opts: { by: string }) => {
-      const { id } = await awaitingApproval(raw);
-      await signalProduction(await ctx.getClient(), id, (h) => h.signal(approveSignal, { by: opts.by }));
-      console.log(`approval sent to ${productionWorkflowId(id)}`);
+      const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
+      const { id } = await existing(raw);
+      const d = await decide(await ctx.getClient(), id, 'approve', by, (h, round, updateId) =>
+        h.executeUpdate(approveUpdate, { args: [{ by, round }], updateId }),
+      );
+      console.log(`${id}: round ${d.round} approved by ${d.by} (${productionWorkflowId(id)})`);
     });
 
   program
     .command('rework')
-    .description('ask for a rework round with notes (signal `requestRework`; one paid rework job)')
+    .description('ask for a rework round with notes (update `requestRework`; one paid rework job)')
     .argument('<episode_id>')
     .requiredOption('--notes <text>', 'what to change')
     .option('--by <name>', 'who asks', os.userInfo().username)
     .action(async (raw: string, opts: { notes: string; by: string }) => {
-      const notes = parseNotes(opts.notes);
-      const { id } = await awaitingApproval(raw);
-      await signalProduction(await ctx.getClient(), id, (h) => h.signal(requestReworkSignal, { notes, by: opts.by }));
-      console.log(`rework requested from ${productionWorkflowId(id)}`);
+      const notes = checked(ErrorType.InvalidInput, notesProblem(opts.notes.trim()), opts.notes.trim());
+      const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
+      const { id } = await existing(raw);
+      const d = await decide(await ctx.getClient(), id, 'rework', by, (h, round, updateId) =>
+        h.executeUpdate(requestReworkUpdate, { args: [{ notes, by, round }], updateId }),
+      );
+      console.log(`${id}: rework of round ${d.round} requested by ${d.by} (${productionWorkflowId(id)})`);
     });
 
   program
@@ -108,9 +120,10 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
         taskQueue: ctx.config.taskQueue,
         args: [{ episodeId: id, round, videoJob: cut, coverJob: cover }],
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        ...episodeRunTags(id, `reassembly r${round}`),
       });
       const result = await handle.result();
-      console.log(`${workflowId}: new final video sha256=${result.artifact.sha256} (${result.costCents} cents)`);
+      console.log(`${workflowId}: new final video sha256=${result.artifact.sha256} (${formatMoney(result.costCents)})`);
     });
 
   program
@@ -132,9 +145,23 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
         status: s.status,
         remote_job_id: s.remote_job_id,
       }));
-      if (opts.json) return printJson({ episode_id: id, status: state.status, production, steps });
+      const cost = {
+        amount_cents: state.ledger.reduce((sum, l) => sum + l.amount_cents, 0),
+        currency: currencyOf(state),
+      };
+      if (opts.json) return printJson({ episode_id: id, status: state.status, production, steps, cost });
       console.log(`${id}: ${state.status}${production ? ` (workflow phase: ${production.phase})` : ''}`);
+      if (production?.phase === 'awaiting_approval') {
+        console.log(
+          `  waiting for a decision on round ${production.reworkRound} since ${production.awaitingSince ?? '?'}`,
+        );
+      }
       for (const s of steps) console.log(`  ${s.step.padEnd(12)} ${s.status.padEnd(20)} job=${s.remote_job_id ?? '-'}`);
+      console.log(`  cost so far  ${formatMoney(cost.amount_cents, cost.currency)}`);
+      for (const d of production?.decisions ?? []) console.log(`  decision     round ${d.round}: ${d.kind} by ${d.by}`);
+      for (const l of production?.lateDecisions ?? []) {
+        console.log(`  LATE         ${l.kind} by ${l.by} at ${l.at}, ignored: ${l.reason}`);
+      }
     });
 
   program
@@ -196,19 +223,49 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
     });
 }
 
-async function signalProduction(
+type ProductionHandle = ReturnType<Client['workflow']['getHandle']>;
+
+/**
+ * One decision as an update with an ID derived from episode, round, kind and approver: a retried call gets the first
+ * answer back, a refused one exits with the workflow's reason. The round is the one the production waits in; if it
+ * has already moved on after this approver's own decision (a retry), that decision's round.
+ */
+async function decide(
   client: Client,
   id: EpisodeId,
-  send: (h: ReturnType<Client['workflow']['getHandle']>) => Promise<void>,
-): Promise<void> {
+  kind: DecisionKind,
+  by: string,
+  send: (h: ProductionHandle, round: number, updateId: string) => Promise<AcceptedDecision>,
+): Promise<AcceptedDecision> {
+  const handle = client.workflow.getHandle(productionWorkflowId(id));
   try {
-    await send(client.workflow.getHandle(productionWorkflowId(id)));
+    const round = decisionRound(await handle.query(statusQuery), kind, by);
+    return await send(handle, round, decisionUpdateId(id, round, kind, by));
   } catch (e) {
     if (e instanceof WorkflowNotFoundError) {
       throw new PipelineError(ErrorType.InvalidState, `no running production for ${id} (${productionWorkflowId(id)})`);
     }
+    if (e instanceof WorkflowUpdateFailedError && e.cause instanceof ApplicationFailure) {
+      const type = e.cause.type === ErrorType.InvalidInput ? ErrorType.InvalidInput : ErrorType.InvalidState;
+      throw new PipelineError(type, `refused by ${productionWorkflowId(id)}: ${e.cause.message}`);
+    }
     throw e;
   }
+}
+
+function decisionRound(status: ProductionStatus, kind: DecisionKind, by: string): number {
+  const last = status.decisions?.at(-1);
+  const waiting = status.phase === 'awaiting_approval' && last?.round !== status.reworkRound;
+  return !waiting && last?.kind === kind && last.by === by ? last.round : status.reworkRound;
+}
+
+function currencyOf(state: EpisodeState): string {
+  return state.ledger[0]?.currency ?? 'USD';
+}
+
+function checked(type: ErrorType, problem: string | undefined, value: string): string {
+  if (problem !== undefined) throw new PipelineError(type, problem);
+  return value;
 }
 
 export function parseStep(raw: string): { step: PaidStep; round: number } {
@@ -216,15 +273,6 @@ export function parseStep(raw: string): { step: PaidStep; round: number } {
   if (!m)
     throw new PipelineError(ErrorType.InvalidInput, `invalid step ${JSON.stringify(raw)}: expected e.g. video-r0`);
   return { step: m[1] as PaidStep, round: Number(m[2] ?? 0) };
-}
-
-function parseNotes(raw: string): string {
-  const notes = raw.trim();
-  // eslint-disable-next-line no-control-regex
-  if (notes.length === 0 || notes.length > MAX_NOTES || /[\u0000-\u0008\u000b-\u001f\u007f]/.test(notes)) {
-    throw new PipelineError(ErrorType.InvalidInput, `rework notes must be 1-${MAX_NOTES} printable characters`);
-  }
-  return notes;
 }
 
 function latestJob(state: EpisodeState, steps: PaidStep[]): string {

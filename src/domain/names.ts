@@ -34,3 +34,17 @@ export function reassemblyWorkflowId(episodeId: string, round: number): string {
 export function idempotencyKey(episodeId: string, step: PaidStep, round: number): string {
   return `${episodeId}:${step}:r${round}`;
 }
+
+/**
+ * Patch of the production, paid-step, reassembly and weekly workflows: children start with `EpisodeId`/`WeekId` and a
+ * static summary. Runs recorded before it (test/histories/) replay without it. See docs/architecture.md.
+ */
+export const EPISODE_RUNS_TAGGED_PATCH = 'episode-runs-tagged';
+
+/**
+ * `decision-<episode_id>-r<round>-<kind>-<approver>`: the update ID of one operator decision. A retried CLI call sends
+ * the same ID and gets the first answer back; a different approver of the same round is a different update.
+ */
+export function decisionUpdateId(episodeId: string, round: number, kind: 'approve' | 'rework', by: string): string {
+  return `decision-${episodeId}-r${round}-${kind}-${by}`;
+}

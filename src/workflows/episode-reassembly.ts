@@ -1,9 +1,10 @@
-import { ParentClosePolicy, executeChild, proxyActivities } from '@temporalio/workflow';
+import { ParentClosePolicy, executeChild, patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep } from '../activities/paid-steps';
 import { lifecycleActivityOptions } from './activity-options';
 import { paidStepWorkflow } from './paid-step';
-import { paidStepWorkflowId, stepKey } from '../domain/names';
+import { EPISODE_RUNS_TAGGED_PATCH, paidStepWorkflowId, stepKey } from '../domain/names';
+import { episodeRunTags } from './episode-tags';
 
 const { recordReassembly } = proxyActivities<Activities>(lifecycleActivityOptions);
 
@@ -19,7 +20,9 @@ export interface EpisodeReassemblyInput {
 /** A new final assembly of a completed episode: one more paid assembly round, then the final video is replaced. */
 export async function episodeReassemblyWorkflow(input: EpisodeReassemblyInput): Promise<CompletedStep> {
   const { episodeId, round } = input;
+  const tagged = patched(EPISODE_RUNS_TAGGED_PATCH);
   const result = await executeChild(paidStepWorkflow, {
+    ...(tagged ? episodeRunTags(episodeId, `paid step ${stepKey('assembly', round)} (reassembly)`) : {}),
     workflowId: paidStepWorkflowId(episodeId, 'assembly', round),
     args: [{ episodeId, step: 'assembly', round, spec: { video_job: input.videoJob, cover_job: input.coverJob } }],
     parentClosePolicy: ParentClosePolicy.ABANDON,

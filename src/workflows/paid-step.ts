@@ -3,7 +3,7 @@ import type { Activities } from '../activities';
 import type { CompletedStep, PaidStepInput } from '../activities/paid-steps';
 import { ErrorType } from '../shared';
 import { awaitActivityOptions, submitActivityOptions } from './activity-options';
-import { reconciledSignal, stepStatusQuery, type StepStatus } from './messages';
+import { descriptions, reconciledSignal, stepStatusQuery, type StepStatus } from './messages';
 
 const { submitPaidStep } = proxyActivities<Activities>(submitActivityOptions);
 const { awaitPaidStep } = proxyActivities<Activities>(awaitActivityOptions);
@@ -16,10 +16,14 @@ const { awaitPaidStep } = proxyActivities<Activities>(awaitActivityOptions);
 export async function paidStepWorkflow(input: PaidStepInput): Promise<CompletedStep> {
   const status: StepStatus = { episodeId: input.episodeId, step: input.step, round: input.round, phase: 'submitting' };
   let reconciled = false;
-  setHandler(stepStatusQuery, () => status);
-  setHandler(reconciledSignal, () => {
-    reconciled = true;
-  });
+  setHandler(stepStatusQuery, () => status, { description: descriptions.stepStatus });
+  setHandler(
+    reconciledSignal,
+    () => {
+      reconciled = true;
+    },
+    { description: descriptions.reconciled },
+  );
 
   for (;;) {
     try {

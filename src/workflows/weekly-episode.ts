@@ -2,7 +2,9 @@ import {
   ApplicationFailure,
   ParentClosePolicy,
   WorkflowIdReusePolicy,
+  patched,
   proxyActivities,
+  setCurrentDetails,
   startChild,
   upsertSearchAttributes,
   workflowInfo,
@@ -20,7 +22,8 @@ import {
 } from '../shared';
 import { allocationActivityOptions } from './activity-options';
 import { episodeProductionWorkflow } from './episode-production';
-import { productionWorkflowId } from '../domain/names';
+import { EPISODE_RUNS_TAGGED_PATCH, productionWorkflowId } from '../domain/names';
+import { episodeRunTags } from './episode-tags';
 
 const { allocateEpisode } = proxyActivities<Activities>(allocationActivityOptions);
 
@@ -45,6 +48,7 @@ export type WeeklyEpisodeResult = AllocateEpisodeOutput & {
  */
 export async function weeklyEpisodeWorkflow(input: WeeklyEpisodeInput = {}): Promise<WeeklyEpisodeResult> {
   const info = workflowInfo();
+  const tagged = patched(EPISODE_RUNS_TAGGED_PATCH);
   const allocationKey = info.workflowId;
   const weekId = targetWeek(input);
   const episode = await allocateEpisode({ allocationKey, weekId });
@@ -52,7 +56,9 @@ export async function weeklyEpisodeWorkflow(input: WeeklyEpisodeInput = {}): Pro
     { key: EpisodeIdSearchAttribute, value: episode.episodeId },
     { key: WeekIdSearchAttribute, value: episode.weekId },
   ]);
-  const production = await startProduction(episode.episodeId, input);
+  const production = await startProduction(episode.episodeId, input, tagged);
+  if (tagged)
+    setCurrentDetails(`Episode ${episode.episodeId} (week ${episode.weekId}); production ${production.workflowId}`);
   return { ...episode, allocationKey, production };
 }
 
@@ -64,12 +70,14 @@ export async function weeklyEpisodeWorkflow(input: WeeklyEpisodeInput = {}): Pro
 async function startProduction(
   episodeId: string,
   input: WeeklyEpisodeInput,
+  tagged: boolean,
 ): Promise<WeeklyEpisodeResult['production']> {
   const workflowId = productionWorkflowId(episodeId);
   try {
     await startChild(episodeProductionWorkflow, {
       workflowId,
       args: [{ episodeId, approvalTimeout: input.approvalTimeout }],
+      ...(tagged ? episodeRunTags(episodeId, 'production') : {}),
       // Production outlives this short run, and must survive its reset.
       parentClosePolicy: ParentClosePolicy.ABANDON,
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,

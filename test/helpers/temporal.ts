@@ -43,8 +43,14 @@ let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** Workflows bundled once per mocha process. */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
+  bundle ??= bundleWorkflows(require.resolve('../../src/workflows'));
+  return bundle;
+}
+
+/** Bundles the workflows at `workflowsPath`, printing only the bundler's errors. */
+export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({
+    workflowsPath,
     logger: {
       info: () => undefined,
       warn: () => undefined,
@@ -54,7 +60,6 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
       log: () => undefined,
     },
   });
-  return bundle;
 }
 
 let queueCounter = 0;

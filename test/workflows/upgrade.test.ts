@@ -1,0 +1,123 @@
+/**
+ * The deploy that meets parked productions: three productions parked at approval on the code the histories were
+ * recorded on (checked out of git at that commit and bundled), that worker stopped, a worker with the current code
+ * started; all three approved through the CLI (the new update), completed, each charged exactly once; a production
+ * started after the upgrade takes the new branch (its runs carry EpisodeId) while the old ones keep the old one.
+ */
+import assert from 'node:assert/strict';
+import { promises as fs, mkdtempSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { EpisodeId } from '../../src/domain/episode-id';
+import { EPISODE_RUNS_TAGGED_PATCH, paidStepWorkflowId } from '../../src/domain/names';
+import { FileEpisodeStore } from '../../src/store/file-store';
+import type { VendorSimulator } from '../../src/vendor-sim/simulator';
+import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
+import { statusQuery } from '../../src/workflows/messages';
+import { EpisodeIdSearchAttribute } from '../../src/shared';
+import { startTestVendor } from '../helpers/deps';
+import { bundleWorkflowsAt, recordedOnCommit } from '../helpers/old-workflows';
+import { runCli } from '../helpers/processes';
+import { createTestEnv, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { until } from '../helpers/wait';
+import { operatorEnv, runWithWorker } from '../helpers/workflow-harness';
+
+describe('upgrade: productions parked on the recorded code finish on the current code', function () {
+  this.timeout(240_000);
+  let env: TestWorkflowEnvironment;
+  let dir: string;
+  let store: FileEpisodeStore;
+  let vendor: VendorSimulator;
+  let oldBundle: WorkflowBundleWithSourceMap;
+  const taskQueue = uniqueTaskQueue('upgrade');
+
+  before(async () => {
+    env = await createTestEnv();
+    oldBundle = await bundleWorkflowsAt(recordedOnCommit());
+    await workflowBundle();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'upgrade-'));
+    store = new FileEpisodeStore(dir);
+    vendor = await startTestVendor();
+  });
+  after(async () => {
+    await vendor?.close();
+    await env?.teardown();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  const weeklyRun = (key: string, week: string) =>
+    env.client.workflow.execute<typeof weeklyEpisodeWorkflow>('weeklyEpisodeWorkflow', {
+      workflowId: key,
+      taskQueue,
+      args: [{ week }],
+    });
+  const parked = (id: string) =>
+    until(`${id} parked at approval`, async () => {
+      const h: WorkflowHandle<typeof episodeProductionWorkflow> = env.client.workflow.getHandle(`episode-${id}`);
+      return (await h.query(statusQuery)).phase === 'awaiting_approval' ? h : undefined;
+    });
+  const episodeIdOf = async (workflowId: string) =>
+    (await env.client.workflow.getHandle(workflowId).describe()).typedSearchAttributes.get(EpisodeIdSearchAttribute);
+  /** Whether the run recorded the patch marker (its details carry the patch id as JSON bytes). */
+  const hasPatchMarker = async (workflowId: string) => {
+    const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
+    return (events ?? []).some((e) =>
+      Object.values(e.markerRecordedEventAttributes?.details ?? {}).some((d) =>
+        (d.payloads ?? []).some((p) =>
+          Buffer.from(p.data ?? [])
+            .toString('utf8')
+            .includes(EPISODE_RUNS_TAGGED_PATCH),
+        ),
+      ),
+    );
+  };
+
+  it('three parked productions are approved and completed after the deploy, each charged once; new runs are tagged', async () => {
+    const setup = { env, taskQueue, store, vendor };
+    const oldIds = await runWithWorker({ ...setup, bundle: oldBundle }, async () => {
+      const ids: EpisodeId[] = [];
+      for (const n of [1, 2, 3]) ids.push((await weeklyRun(`upgrade-old-${n}`, `2028-W0${n}`)).episodeId as EpisodeId);
+      await Promise.all(ids.map(parked));
+      return ids;
+    });
+    // The old worker is gone; nothing of the old code runs from here on.
+    for (const id of oldIds) {
+      assert.equal(await episodeIdOf(paidStepWorkflowId(id, 'video', 0)), undefined, 'the old code did not tag steps');
+    }
+
+    await runWithWorker(setup, async () => {
+      const operator = operatorEnv({ dir, vendorUrl: vendor.url, address: env.address, taskQueue });
+      for (const id of oldIds) {
+        const approved = await runCli(['approve', id, '--by', 'after-deploy'], operator);
+        assert.equal(approved.code, 0, approved.stderr);
+        assert.match(approved.stdout, /round 0 approved by after-deploy/);
+      }
+      for (const id of oldIds) {
+        const result = await env.client.workflow.getHandle<typeof episodeProductionWorkflow>(`episode-${id}`).result();
+        assert.equal(result.outcome === 'completed' && result.approvedBy, 'after-deploy', `${id} completed`);
+        // The old branch stays on old runs: no patch marker, the assembly started after the deploy is untagged.
+        assert.equal(await hasPatchMarker(`episode-${id}`), false);
+        assert.equal(await episodeIdOf(paidStepWorkflowId(id, 'assembly', 0)), undefined);
+      }
+
+      const fresh = (await weeklyRun('upgrade-new', '2028-W09')).episodeId as EpisodeId;
+      const h = await parked(fresh);
+      assert.equal(await hasPatchMarker(`episode-${fresh}`), true, 'a new production takes the new branch');
+      assert.equal(await episodeIdOf(`episode-${fresh}`), fresh);
+      assert.equal(await episodeIdOf(paidStepWorkflowId(fresh, 'video', 0)), fresh);
+      assert.equal((await runCli(['approve', fresh, '--by', 'after-deploy'], operator)).code, 0);
+      assert.equal((await h.result()).outcome, 'completed');
+      assert.equal(await episodeIdOf(paidStepWorkflowId(fresh, 'assembly', 0)), fresh);
+
+      for (const id of [...oldIds, fresh]) {
+        const charges = vendor.billing().filter((c) => c.episode_id === id);
+        assert.deepEqual(charges.map((c) => c.kind).sort(), ['assembly', 'cover', 'video'], `${id} charged once each`);
+        const ledger = (await store.requireEpisode(id)).ledger.map((l) => l.remote_job_id).sort();
+        assert.deepEqual(ledger, charges.map((c) => c.job_id).sort(), `${id}: ledger = vendor billing`);
+      }
+    });
+  });
+});
