@@ -31,3 +31,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipelineConfig
     budgetCents: parsed.EPISODE_BUDGET_CENTS,
   };
 }
+
+/** An empty variable counts as unset (`EPISODES_METRICS_ADDRESS=` turns metrics off): for z.preprocess. */
+export function unsetIfEmpty(value: unknown): unknown {
+  return value === '' ? undefined : value;
+}

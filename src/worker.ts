@@ -2,12 +2,15 @@
  * The worker: builds the real dependencies and runs workflows and activities on the task queue.
  * Connects through TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE; SIGINT or SIGTERM drain in-flight tasks, then exit.
  */
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type Logger, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { loadConfig, type PipelineConfig } from './config';
 import { envCredentialsLoader } from './vendor-api/credentials';
 import { vendorEndpointFromEnv } from './vendor-api/endpoint';
 import { openStore, prepareStore } from './store/open-store';
+import { installTelemetry, loadTelemetryConfig } from './telemetry';
+import { workerCacheOptions } from './worker-cache';
+import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
 export function buildDeps(config: PipelineConfig = loadConfig()): ActivityDeps {
@@ -24,13 +27,16 @@ export async function createWorker(
   config: PipelineConfig,
   deps: ActivityDeps,
   extra: Partial<WorkerOptions> = {},
+  logger: Logger = Runtime.instance().logger,
 ): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const workflows = workflowSourceOptions(await resolveWorkflowSource(), logger);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    workflowsPath: require.resolve('./workflows'),
+    ...workflows,
+    ...workerCacheOptions(),
     activities: createActivities(deps),
     ...extra,
   });
@@ -38,14 +44,17 @@ export async function createWorker(
 }
 
 async function main(): Promise<void> {
+  // First: the Runtime (logger, metrics) must exist before any connection.
+  const logger = installTelemetry(loadTelemetryConfig());
   const config = loadConfig();
   const deps = buildDeps(config);
   // Schema migrations and connectivity now: a misconfigured store fails the start, not the first activity.
   await prepareStore(deps.store);
-  const { worker, connection } = await createWorker(config, deps);
-  console.log(
+  const { worker, connection } = await createWorker(config, deps, {}, logger);
+  logger.info(
     `worker: task queue ${config.taskQueue} on ${config.temporalAddress}/${config.temporalNamespace}, ` +
       `${deps.store.description}`,
+    { taskQueue: config.taskQueue, namespace: config.temporalNamespace },
   );
   try {
     // Worker.run() resolves after a shutdown signal (SIGINT, SIGTERM, ...) once in-flight tasks have drained.

@@ -34,3 +34,8 @@ export function reassemblyWorkflowId(episodeId: string, round: number): string {
 export function idempotencyKey(episodeId: string, step: PaidStep, round: number): string {
   return `${episodeId}:${step}:r${round}`;
 }
+
+/** The episode a workflow ID belongs to (`episode-<id>` and its children), or undefined: log correlation only. */
+export function episodeIdOfWorkflowId(workflowId: string): string | undefined {
+  return /^episode-(\d{4}-W\d{2}-\d+)(?:-|$)/.exec(workflowId)?.[1];
+}
