@@ -16,10 +16,18 @@ log() { echo "node24: $*" >&2; }
 # A directory whose `node` runs and reports the pinned major.
 works() { [ -n "${1:-}" ] && [ -x "$1/node" ] && [[ "$("$1/node" --version 2>/dev/null)" == v24.* ]]; }
 
+# The wheel's own bin/npm and bin/npx are shims that expect another layout: link node, npm and npx into one dir.
 find_cached() {
-  local c
-  c=$(find "$TARGET" -type f -name node -perm -u+x -path '*/bin/node' 2>/dev/null | head -n 1 || true)
-  [ -n "$c" ] && works "$(dirname "$c")" && { dirname "$c"; return 0; }
+  local bin="$TARGET/bin" node npm_dir
+  works "$bin" && [ -x "$bin/npm" ] && { echo "$bin"; return 0; }
+  node=$(find "$TARGET" -type f -name node -perm -u+x -path '*/bin/node' 2>/dev/null | head -n 1 || true)
+  npm_dir=$(find "$TARGET" -type d -path '*/node_modules/npm/bin' 2>/dev/null | head -n 1 || true)
+  [ -n "$node" ] && [ -n "$npm_dir" ] || return 1
+  mkdir -p "$bin"
+  ln -sf "$node" "$bin/node"
+  ln -sf "$npm_dir/npm-cli.js" "$bin/npm"
+  ln -sf "$npm_dir/npx-cli.js" "$bin/npx"
+  works "$bin" && { echo "$bin"; return 0; }
   return 1
 }
 
