@@ -13,11 +13,11 @@ import { workerCacheOptions } from './worker-cache';
 import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
-export function buildDeps(config: PipelineConfig = loadConfig()): ActivityDeps {
+export function buildDeps(config: PipelineConfig = loadConfig(), logger?: Logger): ActivityDeps {
   return {
     store: openStore(),
     // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
-    credentials: envCredentialsLoader(),
+    credentials: envCredentialsLoader(process.env, logger ? { warn: (message) => void logger.warn(message) } : {}),
     vendor: vendorEndpointFromEnv(),
     budgetCents: config.budgetCents,
   };
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   // First: the Runtime (logger, metrics) must exist before any connection.
   const logger = installTelemetry(loadTelemetryConfig());
   const config = loadConfig();
-  const deps = buildDeps(config);
+  const deps = buildDeps(config, logger);
   // Schema migrations and connectivity now: a misconfigured store fails the start, not the first activity.
   await prepareStore(deps.store);
   const { worker, connection } = await createWorker(config, deps, {}, logger);

@@ -42,6 +42,9 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
 
   it('one full episode, retried allocation and retried charge: created 1, existing 1, charges 3, its cents', async () => {
     const dataDir = path.join(root, 'data');
+    // Group-readable on purpose: the loader's warning is application output, so it must come as JSON too.
+    const keyFile = path.join(root, 'vendor.key');
+    await fs.writeFile(keyFile, `${KEY}\n`, { mode: 0o644 });
     const address = `127.0.0.1:${await closedPort()}`;
     const common = {
       TEMPORAL_ADDRESS: env.address,
@@ -52,8 +55,8 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
     const worker = spawnNode('src/worker.js', [], {
       ...common,
       VENDOR_BASE_URL: vendor.url,
-      VENDOR_API_KEY: KEY,
-      VENDOR_API_KEY_FILE: '',
+      VENDOR_API_KEY: '',
+      VENDOR_API_KEY_FILE: keyFile,
       EPISODES_METRICS_ADDRESS: address,
       EPISODES_LOG_FORMAT: 'json',
       EPISODES_LOG_LEVEL: 'DEBUG',
@@ -113,6 +116,7 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
       records.some((r) => String(r.message).startsWith('worker: task queue')),
       'the worker line is JSON too',
     );
+    assert.ok(records.some((r) => r.level === 'WARN' && /readable by group or others/.test(String(r.message))));
     const source = await resolveWorkflowSource({});
     const started = records.map((r) => String(r.message)).join('\n');
     if (source.kind === 'bundle') assert.ok(started.includes(`workflow bundle sha256 ${source.sha256}`));
