@@ -18,7 +18,8 @@ import { makeDurable, seedPostgresStores, startBenchPostgres, type BenchPostgres
 import { measured, target, type Check, type MeasuredRow, type Row } from './results';
 import { seedKey, seedPlan, type SeedWeek } from './seed-data';
 import { seedFileStore } from './seed-file-store';
-import { nowMs, seededRandom, shuffled, summarize, timed } from './stats';
+import { seededRandom } from '../src/vendor-sim/faults';
+import { nowMs, shuffled, summarize, timed } from './stats';
 
 /** Targets from the issue: p50 within 3x the floor; p50 at the largest size within 1.3x of the smallest. */
 export const FLOOR_RATIO_LIMIT = 3;

@@ -9,7 +9,7 @@ import { z } from 'zod';
 export const SECTIONS = ['allocation', 'contention', 'temporal', 'production'] as const;
 export type Section = (typeof SECTIONS)[number];
 
-const finitePositive = z.number().finite().positive();
+const finitePositive = z.number().positive();
 
 /** A reported target: `value` against `limit` (lower is better). Reported, never asserted by tests. */
 export const targetSchema = z.strictObject({
@@ -83,7 +83,7 @@ export const configSchema = z.strictObject({
 });
 export type BenchConfig = z.infer<typeof configSchema>;
 
-const nonNegative = z.number().nonnegative().finite();
+const nonNegative = z.number().nonnegative();
 
 /** Where the time of one row goes: the mean per sample of each part (and of its calls, where parts are calls). */
 export const profileSchema = z.strictObject({

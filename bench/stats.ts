@@ -48,18 +48,6 @@ export function shuffled<T>(items: readonly T[], random: () => number): T[] {
   return out;
 }
 
-/** mulberry32: a tiny deterministic PRNG for seeding and interleaving (not for anything secret). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Bounds a wait that could otherwise hang a benchmark forever (a lost signal, a dead worker). */
 export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -1,15 +1,49 @@
 /**
  * Failpoints: named places at durable steps where tests make a process die, throw or stall.
- * Off unless EPISODES_FAILPOINTS names a point, e.g. `allocation.after-commit=kill,submission.accepted=delay:500`.
+ * Off unless EPISODES_FAILPOINTS names a point, e.g. `allocation.index-written=kill,submission.accepted=delay:500`.
  * When the variable is unset `failpoint()` is a single map lookup on an empty map.
  *
  * Actions: `kill` (SIGKILL this process), `throw` (a plain Error), `delay:<ms>`, `enospc` / `eio` (a StorageFailure with
  * that errno `code`, as a real disk error surfaces). An optional `@<n>` suffix fires only on the n-th hit (1-based), e.g.
- * `allocation.after-commit=kill@3`. `fs.write` sits half-way through every durable file write (`fs.write=enospc@2`
+ * `allocation.index-written=kill@3`. `fs.write` sits half-way through every durable file write (`fs.write=enospc@2`
  * fails the second write of the process with its temp file half written).
  */
 import { PipelineError } from './domain/errors';
 import { ErrorType } from './shared';
+
+/** Every failpoint there is. A name outside this list is refused when EPISODES_FAILPOINTS is parsed, not ignored. */
+export const FAILPOINT_NAMES = [
+  'allocation.lock-taken',
+  'allocation.decided',
+  'allocation.key-written',
+  'allocation.index-written',
+  'allocation.state-written',
+  'allocation.before-return',
+  'submission.intent-saved',
+  'submission.accepted',
+  'submission.reference-saved',
+  'submission.artifact-downloaded',
+  'submission.ledger-written',
+  'progress.recorded',
+  'completion.state-written',
+  'completion.before-history',
+  'completion.after-history',
+  'fs.write',
+  'migration.preflight-passed',
+  'migration.journal-written',
+  'migration.state-evidence-written',
+  'migration.history-evidence-written',
+  'migration.directory-moved',
+  'migration.state-written',
+  'migration.history-written',
+  'migration.legacy-history-removed',
+  'migration.index-written',
+] as const;
+export type FailpointName = (typeof FAILPOINT_NAMES)[number];
+
+function isFailpointName(name: string): name is FailpointName {
+  return (FAILPOINT_NAMES as readonly string[]).includes(name);
+}
 
 type Action = { kind: 'kill' | 'throw' | 'enospc' | 'eio' } | { kind: 'delay'; ms: number };
 
@@ -19,35 +53,38 @@ interface Rule {
   hits: number;
 }
 
-function parseRules(spec: string | undefined): Map<string, Rule> {
-  const rules = new Map<string, Rule>();
+export function parseFailpoints(spec: string | undefined): Map<FailpointName, Rule> {
+  const rules = new Map<FailpointName, Rule>();
   for (const raw of (spec ?? '').split(',')) {
     const item = raw.trim();
     if (!item) continue;
     const m = /^([a-z0-9.-]+)=(kill|throw|enospc|eio|delay:(\d+))(?:@(\d+))?$/.exec(item);
     if (!m) throw new Error(`EPISODES_FAILPOINTS: cannot parse ${JSON.stringify(item)}`);
-    const [, name, actionText, ms, nth] = m;
+    const [, name = '', actionText, ms, nth] = m;
+    if (!isFailpointName(name)) throw new Error(`EPISODES_FAILPOINTS: no failpoint is named ${JSON.stringify(name)}`);
     const action: Action =
       ms !== undefined
         ? { kind: 'delay', ms: Number(ms) }
         : { kind: actionText as 'kill' | 'throw' | 'enospc' | 'eio' };
-    rules.set(name!, { action, onHit: nth === undefined ? null : Number(nth), hits: 0 });
+    rules.set(name, { action, onHit: nth === undefined ? null : Number(nth), hits: 0 });
   }
   return rules;
 }
 
-const rules = parseRules(process.env.EPISODES_FAILPOINTS);
+// Parsed at the first failpoint reached, not at import: importing this module reads no environment.
+let rules: Map<FailpointName, Rule> | undefined;
 
 export class FailpointError extends Error {
   constructor(
-    readonly point: string,
+    readonly point: FailpointName,
     readonly code?: string,
   ) {
     super(code ? `${code}: injected at failpoint ${point}` : `injected failure at failpoint ${point}`);
   }
 }
 
-export async function failpoint(name: string): Promise<void> {
+export async function failpoint(name: FailpointName): Promise<void> {
+  rules ??= parseFailpoints(process.env.EPISODES_FAILPOINTS);
   if (rules.size === 0) return;
   const rule = rules.get(name);
   if (!rule) return;

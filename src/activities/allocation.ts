@@ -45,7 +45,7 @@ export async function allocateEpisodeOn(
 export function createAllocationActivities(deps: { store: EpisodeStore }) {
   return {
     async allocateEpisode(input: AllocateEpisodeInput): Promise<AllocateEpisodeOutput> {
-      const { workflowExecution, workflowNamespace, namespace } = Context.current().info;
+      const { workflowExecution, namespace } = Context.current().info;
       return withHeartbeat(() =>
         withFailureMapping(async () => {
           let result;
@@ -54,7 +54,7 @@ export function createAllocationActivities(deps: { store: EpisodeStore }) {
               kind: 'workflow',
               workflow_id: workflowExecution?.workflowId ?? '(none)',
               run_id: workflowExecution?.runId ?? '(none)',
-              namespace: workflowNamespace ?? namespace,
+              namespace,
             });
           } catch (e) {
             // refused: a business rule said no (for good); failed: a retryable store error (lock timeout, I/O).

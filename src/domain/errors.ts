@@ -1,4 +1,4 @@
-import { ErrorType, NON_RETRYABLE_ERROR_TYPES } from '../shared';
+import { type ErrorType, NON_RETRYABLE_ERROR_TYPES } from '../shared';
 
 /**
  * The one error class of the domain and the stores. It carries an `ErrorType` so that activities can turn it into

@@ -9,6 +9,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { formatEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { episodeStateSchema, historyEntrySchema } from '../domain/episode-state';
 import { parseWeekId, type WeekId } from '../domain/week-id';
+import { unexpectedContent } from '../domain/zod-issue';
 import { weekIndexSchema, type FileEpisodeStore, type WeekIndex } from '../store/file-store';
 import { checkMediaFile, resolveInside, sha256Hex } from '../verify/media';
 import { ProblemCode, problem, type Problem } from '../verify/problem';
@@ -184,13 +185,11 @@ function parseLegacyHistory(file: string, bytes: Buffer, problems: Problem[]): M
     }
     const parsed = legacyHistoryEntrySchema.safeParse(value);
     if (!parsed.success || !isJsonObject(value)) {
-      const issue = parsed.error?.issues[0];
       problems.push(
-        problem(
-          ProblemCode.LegacyHistoryInvalid,
-          `entry ${key}: unexpected content at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'not an object'}`,
-          { episode_id: weekId, file },
-        ),
+        problem(ProblemCode.LegacyHistoryInvalid, `entry ${key}: ${unexpectedContent(parsed.error, 'not an object')}`, {
+          episode_id: weekId,
+          file,
+        }),
       );
       weeks.set(weekId, null);
       continue;
@@ -366,15 +365,7 @@ function parseLegacyState(
   }
   const parsed = legacyStateSchema.safeParse(raw);
   if (!parsed.success || !isJsonObject(raw)) {
-    const issue = parsed.error?.issues[0];
-    const at = issue?.path.join('.') || '(root)';
-    problems.push(
-      problem(
-        ProblemCode.LegacyStateInvalid,
-        `unexpected content at ${at}: ${issue?.message ?? 'not an object'}`,
-        where,
-      ),
-    );
+    problems.push(problem(ProblemCode.LegacyStateInvalid, unexpectedContent(parsed.error, 'not an object'), where));
     return null;
   }
   if (parsed.data.week !== fromId) {

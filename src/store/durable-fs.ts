@@ -12,6 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { z } from 'zod';
 import { PipelineError, isPipelineError } from '../domain/errors';
+import { unexpectedContent } from '../domain/zod-issue';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
 
@@ -204,13 +205,7 @@ export function parseJsonText<S extends z.ZodType>(file: string, text: string, s
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue?.path.length ? issue.path.join('.') : '(root)';
-    throw new PipelineError(
-      ErrorType.StoreCorrupt,
-      `${file}: unexpected content at ${where}: ${issue?.message ?? 'schema mismatch'}`,
-      { file },
-    );
+    throw new PipelineError(ErrorType.StoreCorrupt, `${file}: ${unexpectedContent(parsed.error)}`, { file });
   }
   return parsed.data;
 }

@@ -28,6 +28,7 @@ import {
   type HistoryEntry,
 } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
+import { unexpectedContent } from '../domain/zod-issue';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
@@ -559,13 +560,7 @@ function stateFromRow(row: Record<string, unknown>): EpisodeState {
 function parseRow<S extends z.ZodType>(where: string, schema: S, value: unknown): z.output<S> {
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const at = issue?.path.length ? issue.path.join('.') : '(root)';
-    throw new PipelineError(
-      ErrorType.StoreCorrupt,
-      `${where}: unexpected content at ${at}: ${issue?.message ?? 'schema mismatch'}`,
-      { where },
-    );
+    throw new PipelineError(ErrorType.StoreCorrupt, `${where}: ${unexpectedContent(parsed.error)}`, { where });
   }
   return parsed.data;
 }

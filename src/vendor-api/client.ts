@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { z } from 'zod';
 import { PipelineError } from '../domain/errors';
+import { firstIssue } from '../domain/zod-issue';
 import { ErrorType } from '../shared';
 import {
   ARTIFACT_SHA256_HEADER,
@@ -101,7 +102,7 @@ export class VendorClient {
     return this.#guard(async () => {
       const op = 'submitJob';
       const parsed = jobRequestSchema.safeParse(request);
-      if (!parsed.success) throw invalidInput(`invalid job request at ${issuePath(parsed.error)}`);
+      if (!parsed.success) throw invalidInput(`invalid job request at ${firstIssue(parsed.error).at}`);
       requireIdempotencyKey(idempotencyKey);
       let body: Buffer;
       try {
@@ -172,14 +173,14 @@ export class VendorClient {
       }
       const sha256 = createHash('sha256').update(res.body).digest('hex');
       if (Number(declaredLength) !== res.body.length || sha256 !== declaredSha) {
-        throw new VendorError(
-          ErrorType.VendorUnavailable,
-          `vendor ${op}: artifact bytes do not match the declared length or sha256`,
-          op,
-          'integrity-mismatch',
-          null,
-          res.status,
-        );
+        throw new VendorError({
+          type: ErrorType.VendorUnavailable,
+          message: `vendor ${op}: artifact bytes do not match the declared length or sha256`,
+          operation: op,
+          reason: 'integrity-mismatch',
+          outcome: null,
+          status: res.status,
+        });
       }
       return {
         artifactId,
@@ -242,25 +243,32 @@ export class VendorClient {
     if (f.status !== null && (f.status < 200 || f.status > 299))
       return this.#statusError(op, f.status, Buffer.alloc(0));
     if (!submission) {
-      return new VendorError(ErrorType.VendorUnavailable, `vendor ${op}: ${f.message}`, op, f.reason, null, f.status);
+      return new VendorError({
+        type: ErrorType.VendorUnavailable,
+        message: `vendor ${op}: ${f.message}`,
+        operation: op,
+        reason: f.reason,
+        outcome: null,
+        status: f.status,
+      });
     }
     if (!f.mayHaveReachedVendor) {
-      return new VendorError(
-        ErrorType.VendorUnavailable,
-        `vendor ${op}: ${f.message}; not accepted, safe to retry with the same idempotency key`,
-        op,
-        f.reason,
-        'not-accepted',
-      );
+      return new VendorError({
+        type: ErrorType.VendorUnavailable,
+        message: `vendor ${op}: ${f.message}; not accepted, safe to retry with the same idempotency key`,
+        operation: op,
+        reason: f.reason,
+        outcome: 'not-accepted',
+      });
     }
-    return new VendorError(
-      ErrorType.SubmissionOutcomeUnknown,
-      `vendor ${op}: ${f.message} after the request was sent; outcome unknown, reconcile before any resubmission`,
-      op,
-      f.reason,
-      'unknown',
-      f.status,
-    );
+    return new VendorError({
+      type: ErrorType.SubmissionOutcomeUnknown,
+      message: `vendor ${op}: ${f.message} after the request was sent; outcome unknown, reconcile before any resubmission`,
+      operation: op,
+      reason: f.reason,
+      outcome: 'unknown',
+      status: f.status,
+    });
   }
 
   #statusError(op: VendorOperation, status: number, body: Buffer): VendorError {
@@ -268,41 +276,39 @@ export class VendorClient {
     const vendor = this.#vendorErrorText(body);
     const text = `vendor ${op}: HTTP ${status}${vendor ? ` ${vendor.code}: ${vendor.message}` : ''}`;
     const code = vendor?.code ?? null;
-    // 409 (key in flight), 429 and 5xx: the vendor did nothing and says "later".
-    if (status === 409 || status === 429 || (status >= 500 && status <= 599)) {
-      return new VendorError(
-        ErrorType.VendorUnavailable,
-        text,
-        op,
-        'http-status',
-        submission ? 'not-accepted' : null,
+    // 409 (key in flight), 429 and 5xx: the vendor did nothing and says "later". Other 4xx: it refused the request.
+    const later = status === 409 || status === 429 || (status >= 500 && status <= 599);
+    if (later || (status >= 400 && status <= 499)) {
+      return new VendorError({
+        type: later ? ErrorType.VendorUnavailable : ErrorType.VendorRejected,
+        message: text,
+        operation: op,
+        reason: 'http-status',
+        outcome: submission ? 'not-accepted' : null,
         status,
-        code,
-      );
-    }
-    if (status >= 400 && status <= 499) {
-      return new VendorError(
-        ErrorType.VendorRejected,
-        text,
-        op,
-        'http-status',
-        submission ? 'not-accepted' : null,
-        status,
-        code,
-      );
+        vendorCode: code,
+      });
     }
     // 1xx/3xx (we never follow redirects: they would carry the key elsewhere): meaningless here.
     return submission
-      ? new VendorError(
-          ErrorType.SubmissionOutcomeUnknown,
-          `${text}; outcome unknown`,
-          op,
-          'http-status',
-          'unknown',
+      ? new VendorError({
+          type: ErrorType.SubmissionOutcomeUnknown,
+          message: `${text}; outcome unknown`,
+          operation: op,
+          reason: 'http-status',
+          outcome: 'unknown',
           status,
-          code,
-        )
-      : new VendorError(ErrorType.VendorUnavailable, text, op, 'http-status', null, status, code);
+          vendorCode: code,
+        })
+      : new VendorError({
+          type: ErrorType.VendorUnavailable,
+          message: text,
+          operation: op,
+          reason: 'http-status',
+          outcome: null,
+          status,
+          vendorCode: code,
+        });
   }
 
   #parse<S extends z.ZodType>(op: VendorOperation, res: ExchangeResponse, schema: S): z.output<S> {
@@ -314,20 +320,26 @@ export class VendorClient {
       throw this.#malformed(op, 'response is not JSON');
     }
     const parsed = schema.safeParse(json);
-    if (!parsed.success) throw this.#malformed(op, `unexpected response at ${issuePath(parsed.error)}`);
+    if (!parsed.success) throw this.#malformed(op, `unexpected response at ${firstIssue(parsed.error).at}`);
     return parsed.data;
   }
 
   #malformed(op: VendorOperation, what: string): VendorError {
     return op === 'submitJob'
-      ? new VendorError(
-          ErrorType.SubmissionOutcomeUnknown,
-          `vendor ${op}: ${what}; the job may have been accepted, outcome unknown`,
-          op,
-          'malformed-response',
-          'unknown',
-        )
-      : new VendorError(ErrorType.VendorUnavailable, `vendor ${op}: ${what}`, op, 'malformed-response', null);
+      ? new VendorError({
+          type: ErrorType.SubmissionOutcomeUnknown,
+          message: `vendor ${op}: ${what}; the job may have been accepted, outcome unknown`,
+          operation: op,
+          reason: 'malformed-response',
+          outcome: 'unknown',
+        })
+      : new VendorError({
+          type: ErrorType.VendorUnavailable,
+          message: `vendor ${op}: ${what}`,
+          operation: op,
+          reason: 'malformed-response',
+          outcome: null,
+        });
   }
 
   /** The vendor's own error code and message, shortened and with the key cut out in case the vendor echoes it. */
@@ -353,14 +365,14 @@ export class VendorClient {
     } catch (e) {
       if (!inspect(e, { depth: 8 }).includes(this.#apiKey)) throw e;
       if (e instanceof VendorError) {
-        throw new VendorError(
-          e.type,
-          `vendor ${e.operation}: ${e.reason} (details withheld: they contained the API key)`,
-          e.operation,
-          e.reason,
-          e.outcome,
-          e.status,
-        );
+        throw new VendorError({
+          type: e.type,
+          message: `vendor ${e.operation}: ${e.reason} (details withheld: they contained the API key)`,
+          operation: e.operation,
+          reason: e.reason,
+          outcome: e.outcome,
+          status: e.status,
+        });
       }
       throw new PipelineError(
         ErrorType.VendorUnavailable,
@@ -397,11 +409,6 @@ function requireVendorId(id: string, what: string): void {
 
 function invalidInput(message: string): PipelineError {
   return new PipelineError(ErrorType.InvalidInput, message);
-}
-
-function issuePath(error: z.ZodError): string {
-  const path = error.issues[0]?.path ?? [];
-  return path.length ? path.map(String).join('.') : '(root)';
 }
 
 function logMeta(op: VendorOperation, e: VendorError, started: number): Record<string, unknown> {

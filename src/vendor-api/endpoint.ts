@@ -1,6 +1,7 @@
 /** Where the vendor lives, from the environment, parsed once at the edge. */
 import { z } from 'zod';
 import { PipelineError } from '../domain/errors';
+import { firstIssue } from '../domain/zod-issue';
 import { ErrorType } from '../shared';
 import { DEFAULT_VENDOR_BASE_URL } from './api';
 
@@ -49,8 +50,8 @@ const envSchema = z.object({
 export function vendorEndpointFromEnv(env: NodeJS.ProcessEnv = process.env): VendorEndpoint {
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
-    const where = parsed.error.issues[0]?.path.join('.') ?? 'environment';
-    throw new PipelineError(ErrorType.InvalidInput, `invalid ${where}`);
+    const { at, message } = firstIssue(parsed.error, 'environment');
+    throw new PipelineError(ErrorType.InvalidInput, `invalid ${at}: ${message}`);
   }
   return { baseUrl: parseVendorBaseUrl(parsed.data.VENDOR_BASE_URL), timeoutMs: parsed.data.VENDOR_TIMEOUT_MS };
 }

@@ -1,5 +1,5 @@
 import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { type ErrorType } from '../shared';
 
 /**
  * What a failed submission means for the money:
@@ -26,24 +26,45 @@ export type VendorFailureReason =
 export type VendorErrorType =
   typeof ErrorType.VendorUnavailable | typeof ErrorType.VendorRejected | typeof ErrorType.SubmissionOutcomeUnknown;
 
+export interface VendorErrorInit {
+  type: VendorErrorType;
+  message: string;
+  operation: VendorOperation;
+  reason: VendorFailureReason;
+  /** Null for reads: repeating a read never costs anything. */
+  outcome: SubmissionOutcome | null;
+  /** The HTTP status the vendor answered, when it answered. */
+  status?: number | null;
+  /** The vendor's own error code from its error body. */
+  vendorCode?: string | null;
+  cause?: unknown;
+}
+
 /**
  * A `PipelineError` so activities map it with `toApplicationFailure` like any other; the classification is also in
- * `details` so it survives that conversion. `outcome` is null for reads: repeating a read never costs anything.
+ * `details` so it survives that conversion.
  */
 export class VendorError extends PipelineError {
   declare readonly type: VendorErrorType;
+  readonly operation: VendorOperation;
+  readonly reason: VendorFailureReason;
+  readonly outcome: SubmissionOutcome | null;
+  readonly status: number | null;
+  readonly vendorCode: string | null;
 
-  constructor(
-    type: VendorErrorType,
-    message: string,
-    readonly operation: VendorOperation,
-    readonly reason: VendorFailureReason,
-    readonly outcome: SubmissionOutcome | null,
-    readonly status: number | null = null,
-    readonly vendorCode: string | null = null,
-    options?: { cause?: unknown },
-  ) {
-    super(type, message, { operation, reason, outcome, status, vendor_code: vendorCode }, options);
+  constructor(init: VendorErrorInit) {
+    const { type, message, operation, reason, outcome, status = null, vendorCode = null } = init;
+    super(
+      type,
+      message,
+      { operation, reason, outcome, status, vendor_code: vendorCode },
+      'cause' in init ? { cause: init.cause } : undefined,
+    );
+    this.operation = operation;
+    this.reason = reason;
+    this.outcome = outcome;
+    this.status = status;
+    this.vendorCode = vendorCode;
   }
 }
 

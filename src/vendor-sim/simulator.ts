@@ -8,21 +8,17 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { z } from 'zod';
 import { PipelineError } from '../domain/errors';
-import { ensureDirDurable, readJsonFile, writeJsonDurable } from '../store/durable-fs';
+import { firstIssue } from '../domain/zod-issue';
+import { ensureDirDurable } from '../store/durable-fs';
 import { ErrorType } from '../shared';
 import {
   ARTIFACT_SHA256_HEADER,
-  chargeSchema,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
   JOB_KINDS,
-  jobAcceptedSchema,
-  jobKindSchema,
   jobRequestSchema,
   REPLAYED_HEADER,
-  wireMoneySchema,
   type Charge,
   type JobAccepted,
   type JobKind,
@@ -30,27 +26,17 @@ import {
   type JobStatus,
   type VendorJob,
 } from '../vendor-api/api';
+import { consume, parseFaults, seededRandom, type VendorFaults } from './faults';
+import {
+  readSimulatorState,
+  SIMULATOR_STATE_SCHEMA,
+  writeSimulatorState,
+  type IdempotencyRecord,
+  type JobRecord,
+  type SimulatorState,
+} from './state';
 
-export const vendorFaultsSchema = z.strictObject({
-  /** Delay before the vendor works on a valid request (new submissions are "in flight" meanwhile). */
-  latencyMs: z.number().int().min(0).max(600_000).optional(),
-  /** Answer 503 before doing anything: the next `count` requests, then each with `probability`. */
-  fail5xx: z
-    .strictObject({
-      count: z.number().int().min(0).optional(),
-      probability: z.number().min(0).max(1).optional(),
-      /** `submit`: only POST /v1/jobs fails, reads keep working. */
-      scope: z.enum(['all', 'submit']).optional(),
-    })
-    .optional(),
-  /** Accept and charge the next `count` new jobs, then destroy the connection without answering. */
-  acceptThenDrop: z.strictObject({ count: z.number().int().min(0) }).optional(),
-  /** The vendor ignores Idempotency-Key (every POST charges again) and cannot look jobs up by reference. */
-  noIdempotency: z.boolean().optional(),
-  /** The next `count` new jobs end `failed` instead of `succeeded` (still charged: the vendor did the work). */
-  failJobs: z.strictObject({ count: z.number().int().min(0) }).optional(),
-});
-export type VendorFaults = z.infer<typeof vendorFaultsSchema>;
+export { vendorFaultsSchema, type VendorFaults } from './faults';
 
 export const DEFAULT_PRICES_CENTS: Readonly<Record<JobKind, number>> = {
   video: 4200,
@@ -114,33 +100,6 @@ export interface VendorSimulator {
   requests(): RequestLog[];
 }
 
-const jobRecordSchema = z.strictObject({
-  job_id: z.string(),
-  kind: jobKindSchema,
-  episode_id: z.string(),
-  spec: z.record(z.string(), z.unknown()),
-  client_ref: z.string().nullable(),
-  quoted_cost: wireMoneySchema,
-  accepted_at: z.iso.datetime({ offset: true }),
-  ends_failed: z.boolean(),
-  artifact_id: z.string(),
-});
-type JobRecord = z.infer<typeof jobRecordSchema>;
-
-const idempotencyRecordSchema = z.strictObject({
-  key: z.string(),
-  fingerprint: z.string(),
-  response: jobAcceptedSchema,
-});
-type IdempotencyRecord = z.infer<typeof idempotencyRecordSchema> | { key: string; fingerprint: string; response: null };
-
-const stateFileSchema = z.strictObject({
-  schema: z.literal('vendor-sim-state/v1'),
-  jobs: z.array(jobRecordSchema),
-  charges: z.array(chargeSchema),
-  idempotency: z.array(idempotencyRecordSchema),
-});
-
 class SimulatorClosed extends Error {}
 
 export async function startVendorSimulator(options: VendorSimulatorOptions): Promise<VendorSimulator> {
@@ -189,7 +148,7 @@ class Simulator {
     const file = this.options.stateFile;
     if (file === undefined) return;
     await ensureDirDurable(path.dirname(path.resolve(file)));
-    const state = readJsonFile(file, stateFileSchema);
+    const state = readSimulatorState(file);
     if (!state) return;
     for (const job of state.jobs) this.addJob(job);
     this.charges.push(...state.charges);
@@ -482,15 +441,15 @@ class Simulator {
   private persist(): Promise<void> {
     const file = this.options.stateFile;
     if (file === undefined) return Promise.resolve();
-    const snapshot = {
-      schema: 'vendor-sim-state/v1' as const,
+    const snapshot: SimulatorState = {
+      schema: SIMULATOR_STATE_SCHEMA,
       jobs: [...this.jobs.values()],
       charges: this.charges,
       idempotency: [...this.idempotency.values()].filter((r) => r.response !== null),
     };
     // Copied now, written in order: an older snapshot can never overwrite a newer one.
     const copy = structuredClone(snapshot);
-    const write = this.persistChain.then(() => writeJsonDurable(file, copy));
+    const write = this.persistChain.then(() => writeSimulatorState(file, copy));
     this.persistChain = write.catch(() => undefined);
     return write;
   }
@@ -519,19 +478,6 @@ interface Exchange {
   respond(status: number, body: unknown, headers?: Record<string, string>): void;
   respondBytes(bytes: Buffer, headers: Record<string, string>): void;
   drop(): void;
-}
-
-function parseFaults(raw: unknown): VendorFaults {
-  const parsed = vendorFaultsSchema.safeParse(raw);
-  if (!parsed.success) throw new PipelineError(ErrorType.InvalidInput, 'invalid simulator fault set');
-  // A copy: counts are decremented in place as faults fire, never in the caller's object.
-  return structuredClone(parsed.data);
-}
-
-function consume(fault: { count: number } | undefined): boolean {
-  if (!fault || fault.count <= 0) return false;
-  fault.count -= 1;
-  return true;
 }
 
 /** The body, or null when it is over the limit. An oversized body is still drained (up to a bound) so the 413 can be
@@ -569,8 +515,8 @@ function parseJobRequest(body: Buffer): JobRequest | string {
   }
   const parsed = jobRequestSchema.safeParse(json);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  return `invalid ${issue?.path.map(String).join('.') || 'body'}: ${issue?.message ?? 'schema mismatch'}`;
+  const { at, message } = firstIssue(parsed.error, 'body');
+  return `invalid ${at}: ${message}`;
 }
 
 /** Same request ⇔ same canonical JSON (object keys sorted), so key order and whitespace do not matter. */
@@ -603,16 +549,4 @@ function errorBody(code: string, message: string): { error: { code: string; mess
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
-}
-
-/** mulberry32: tiny, seedable, good enough to make "fails 30% of the time" reproducible. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

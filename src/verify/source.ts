@@ -1,6 +1,7 @@
 /**
- * What `verifyStore` needs from a store, so that the same generic checks can run over any EpisodeStore (the file store
- * today, PostgreSQL later): the records it holds, where each came from, and where media and evidence live.
+ * What `verifyStore` needs from a store, so that the same generic checks run over any EpisodeStore: the file store
+ * (file-store-source.ts, with its per-file and structural checks) and PostgreSQL or any other (store-source.ts, through
+ * the store's read interface). The records it holds, where each came from, and where media and evidence live.
  */
 import type { EpisodeId } from '../domain/episode-id';
 import type { EpisodeState, HistoryEntry } from '../domain/episode-state';

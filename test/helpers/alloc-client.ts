@@ -6,6 +6,7 @@
 import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { isPipelineError } from '../../src/domain/errors';
 import { openStore } from '../../src/store/open-store';
+import { sleep } from './wait';
 
 export type AllocOutcome =
   { key: string; week: string; episodeId: string; created: boolean } | { key: string; week: string; error: string };
@@ -14,7 +15,7 @@ async function main(): Promise<void> {
   const startAt = Number(process.argv[2]);
   const requests = JSON.parse(process.argv[3] ?? '[]') as { key: string; week: string }[];
   const store = openStore();
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, startAt - Date.now())));
+  await sleep(Math.max(0, startAt - Date.now()));
   const outcomes: AllocOutcome[] = [];
   for (const { key, week } of requests) {
     try {

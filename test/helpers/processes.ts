@@ -50,13 +50,3 @@ export function collect(child: ChildProcess): Promise<ProcessResult> {
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
   return runNode('src/cli.js', args, env);
 }
-
-/** Polls `probe` (every 100 ms) until it returns a value; bounded by attempts, not by a timed assertion. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, attempts = 600): Promise<T> {
-  for (let i = 0; i < attempts; i++) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}

@@ -1,4 +1,5 @@
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { sleep } from './wait';
 
 /** Waits until `count` runs started by the schedule have closed, and returns them (oldest first). */
 export async function waitForScheduledRuns(
@@ -16,6 +17,6 @@ export async function waitForScheduledRuns(
     if (Date.now() > deadline) {
       throw new Error(`schedule ${scheduleId}: ${closed.length}/${count} runs closed after ${timeoutMs} ms`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await sleep(250);
   }
 }

@@ -77,17 +77,7 @@ export async function closedPort(): Promise<number> {
   return port;
 }
 
-export async function waitFor(predicate: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await sleep(5);
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+export { sleep, waitFor } from './wait';
 
 /** Everything a caller could print about a value: its message, stack, inspection (causes included) and JSON. */
 export function everyRendering(value: unknown): string {

@@ -15,6 +15,7 @@ import { FileEpisodeStore } from '../../src/store/file-store';
 import type { LockGuard } from '../../src/store/pipeline-lock';
 import { snapshotTree } from '../helpers/tree';
 import { assertAllocationInvariants, assertOnlyWholeStoreFiles } from '../security/store-files';
+import { sleep } from '../helpers/wait';
 
 const WEEKS = ['2026-W32', '2026-W33'];
 const by = { kind: 'test', note: 'interleavings' } as const;
@@ -53,7 +54,7 @@ async function runInterleaving(plan: Request[][], makeStore: (dir: string) => Fi
       plan.map(async (requests) => {
         const store = makeStore(dir);
         for (const r of requests) {
-          await new Promise((resolve) => setTimeout(resolve, r.pauseMs));
+          await sleep(r.pauseMs);
           const key = `run-${r.key}`;
           const week = WEEKS[r.week]!;
           try {

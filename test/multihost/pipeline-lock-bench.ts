@@ -20,6 +20,7 @@ import type { EpisodeStore } from '../../src/store/episode-store';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { PostgresEpisodeStore } from '../../src/store/postgres-store';
 import { freshDatabase, stopTestPostgres, testPostgresUrl, withDatabase } from '../helpers/postgres';
+import { sleep } from '../helpers/wait';
 
 interface Row {
   store: string;
@@ -127,7 +128,7 @@ async function durablePostgres(): Promise<string> {
       }
       await c.query('SELECT pg_reload_conf()');
       // Backends apply a reload at their next command after the signal: give it a moment before reading it back.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await sleep(500);
     }
     const show = async (name: string) => `${name}=${String((await c.query(`SHOW ${name}`)).rows[0]?.[name])}`;
     return `${await show('fsync')}, ${await show('synchronous_commit')} (${own ? 'throwaway server' : 'given URL'})`;

@@ -18,23 +18,9 @@ import { approveSignal, statusQuery } from '../../src/workflows/messages';
 import { WORKFLOW_TEST_API_KEY } from '../helpers/deps';
 import { DIST_ROOT, runCli } from '../helpers/processes';
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+import { sleep, until } from '../helpers/wait';
 
-/** Polls `fn` until it returns a value; bounded in time. Errors count as "not yet". */
-export async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${String(last)})`);
-    await sleep(200);
-  }
-}
+export { sleep, until };
 
 // ---- worker processes ----
 

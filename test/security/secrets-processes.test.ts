@@ -16,9 +16,10 @@ import { FileEpisodeStore } from '../../src/store/file-store';
 import { staticCredentialsLoader } from '../../src/vendor-api/credentials';
 import { startVendorSimulator, type VendorSimulator } from '../../src/vendor-sim/simulator';
 import { runCli } from '../helpers/legacy-harness';
-import { collect, eventually, spawnNode, type ProcessResult } from '../helpers/processes';
+import { collect, spawnNode, type ProcessResult } from '../helpers/processes';
 import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal';
 import { coverStep } from './paid-step';
+import { sleep } from '../helpers/wait';
 
 /** Distinctive, so that a leak anywhere is unmistakable. */
 const KEY = 'sk-proc-SECRET-9c1e57ab3f';
@@ -51,6 +52,16 @@ async function filesOf(dir: string): Promise<Evidence> {
     if ((await fs.lstat(p)).isFile()) out.push([p, await fs.readFile(p, 'latin1')]);
   }
   return out;
+}
+
+/** Polls `probe` until it returns a value; bounded by attempts, not by a timed assertion. */
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>, attempts = 600): Promise<T> {
+  for (let i = 0; i < attempts; i++) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await sleep(100);
+  }
+  throw new Error(`gave up waiting for ${what}`);
 }
 
 describe('the vendor API key never leaks from real processes', function () {

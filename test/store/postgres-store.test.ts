@@ -16,6 +16,8 @@ import type { AllocOutcome } from '../helpers/alloc-client';
 import { freshDatabase, withDatabase } from '../helpers/postgres';
 import { runNode } from '../helpers/processes';
 import { allocationViolations, describeStoreContract, type StoreUnderTest } from './contract';
+import { sleep } from '../helpers/wait';
+import { succeededStep } from '../helpers/episode-builders';
 
 async function makePostgresStore(options: { lockTimeoutMs?: number } = {}): Promise<StoreUnderTest & { url: string }> {
   const url = await freshDatabase('store');
@@ -121,21 +123,13 @@ describe('postgres store specifics', function () {
       ...s,
       status: 'awaiting_approval',
       steps: {
-        'video-r0': {
-          step: 'video',
-          round: 0,
-          idempotency_key: `${id}-video-r0`,
-          status: 'succeeded',
-          intent_at: '2026-08-03T09:00:01.000Z',
+        'video-r0': succeededStep(id, 'video', 0, '2026-08-03T09:00:01.000Z', {
           spec: { prompt: 'hello', nested: { z: 1, a: [1, 2] } },
           remote_job_id: 'job-1',
           submitted_at: '2026-08-03T09:00:02+02:00',
           quoted_cost: { amount_cents: 1250, currency: 'USD' },
           artifact: { path: 'video.mp4', sha256: 'a'.repeat(64), bytes: 10 },
-          charged: true,
-          reconciliation: null,
-          error: null,
-        },
+        }),
         'cover-r0': {
           step: 'cover',
           round: 0,
@@ -212,7 +206,7 @@ describe('postgres store specifics', function () {
       assert.ok(Date.now() - t0 >= 900, 'waited for the lock');
       // Released by the holder's commit: the same request now goes through.
       const pending = alloc('run-a');
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       await holder.query('COMMIT');
       assert.equal((await pending).episodeId, '2026-W32-0');
     });
@@ -231,7 +225,7 @@ describe('postgres store specifics', function () {
         EPISODES_LOCK_STALE_MS: '2000',
       },
     );
-    await new Promise((r) => setTimeout(r, startAt - Date.now() + 500));
+    await sleep(startAt - Date.now() + 500);
     const patient = new PostgresEpisodeStore({ url: t.url, lockTimeoutMs: 20_000 });
     try {
       const t0 = Date.now();

@@ -16,9 +16,10 @@ import type { EpisodeState, LedgerEntry } from '../../src/domain/episode-state';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { startVendorSimulator, type VendorSimulator } from '../../src/vendor-sim/simulator';
 import { resolveWorkflowSource } from '../../src/workflow-bundle';
-import { collect, eventually, runCli, spawnNode } from '../helpers/processes';
+import { collect, runCli, spawnNode } from '../helpers/processes';
 import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal';
 import { closedPort } from '../helpers/vendor';
+import { until } from '../helpers/wait';
 import { parsePrometheus, sumOf } from './prometheus';
 
 const KEY = 'sk-telemetry-SECRET-61c0d2e9a4';
@@ -74,13 +75,13 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
       const id = parseEpisodeId((JSON.parse(run.stdout) as { episodeId: string }).episodeId).episodeId;
       const store = new FileEpisodeStore(dataDir);
       const reached = (want: EpisodeState['status']) => async () => {
-        const s = await store.getEpisode(id).catch(() => undefined);
+        const s = await store.getEpisode(id);
         return s?.status === want ? s : undefined;
       };
-      await eventually('awaiting_approval', reached('awaiting_approval'));
+      await until('awaiting_approval', reached('awaiting_approval'), 90_000);
       const approve = await runCli(['approve', id, '--by', 'editor'], cliEnv);
       assert.equal(approve.code, 0, approve.stderr);
-      state = await eventually('completed', reached('completed'));
+      state = await until('completed', reached('completed'), 90_000);
       // The SDK exports on scrape; the last charge is counted before the activity returns, so it is there.
       samples = await scrape();
     } finally {

@@ -6,6 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { VendorClient } from '../../src/vendor-api/client';
 import { raw, TEST_API_KEY, videoRequest } from '../helpers/vendor';
+import { sleep } from '../helpers/wait';
 
 const CLI = path.resolve(__dirname, '..', '..', 'src', 'cli.js');
 
@@ -32,7 +33,7 @@ async function startCli(args: string[], env: NodeJS.ProcessEnv): Promise<Running
       child.kill('SIGKILL');
       throw new Error(`vendor-sim did not start: ${output}`);
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
   return { child, url: match[1]!, output: () => output, exited };
 }

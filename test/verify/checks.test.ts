@@ -12,6 +12,7 @@ import { ProblemCode } from '../../src/verify/problem';
 import type { Located } from '../../src/verify/source';
 import { episodeStoreSource } from '../../src/verify/store-source';
 import { verifyStore } from '../../src/verify/verify-store';
+import { succeededStep } from '../helpers/episode-builders';
 import { legacyDirPerTest } from '../helpers/legacy-harness';
 
 const AT = '2026-08-03T09:00:00Z';
@@ -23,21 +24,7 @@ function completed(id: string, key: string | null): { state: Located<EpisodeStat
     ...initialState(identity, key, { kind: 'test', note: 'checks' }, AT),
     status: 'completed',
     steps: {
-      'video-r0': {
-        step: 'video',
-        round: 0,
-        idempotency_key: `${id}-video-r0`,
-        status: 'succeeded',
-        intent_at: AT,
-        spec: {},
-        remote_job_id: `job-${id}`,
-        submitted_at: AT,
-        quoted_cost: null,
-        artifact: null,
-        charged: true,
-        reconciliation: null,
-        error: null,
-      },
+      'video-r0': succeededStep(identity.episodeId, 'video', 0, AT, { remote_job_id: `job-${id}` }),
     },
     ledger: [
       { step: 'video', round: 0, remote_job_id: `job-${id}`, amount_cents: 500, currency: 'USD', recorded_at: AT },

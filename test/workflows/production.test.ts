@@ -17,7 +17,7 @@ import { parseWeekId } from '../../src/domain/week-id';
 import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
-import { episodeProductionWorkflow, paidStepWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
+import { episodeProductionWorkflow, paidStepWorkflow, type weeklyEpisodeWorkflow } from '../../src/workflows';
 import { approveSignal, requestReworkSignal, statusQuery, stepStatusQuery } from '../../src/workflows/messages';
 import {
   WORKFLOW_TEST_API_KEY,
@@ -28,6 +28,7 @@ import {
 } from '../helpers/deps';
 import { runCli, spawnNode } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
+import { sleep, until } from '../helpers/wait';
 import { capturedLogs } from '../helpers/setup';
 import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 
@@ -40,20 +41,6 @@ function rootType(e: unknown): string | undefined {
     cur = cur.cause;
   }
   return cur instanceof ApplicationFailure ? (cur.type ?? undefined) : undefined;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch {
-      // not ready yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('episode production on the dev server, vendor simulator over HTTP', function () {
@@ -369,7 +356,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
         (await stepHandle.query(stepStatusQuery)).phase === 'needs_reconciliation' ? true : undefined,
       );
       // Give a (wrong) retry every chance to resubmit, then check it did not.
-      await new Promise((r) => setTimeout(r, 1500));
+      await sleep(1500);
       const charged = vendor.billing().filter((c) => c.kind === step);
       assert.equal(charged.length, 1, 'the dropped submission was charged once and never resubmitted');
       assert.equal(
@@ -406,7 +393,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
     await withWorker(
       async () => {
         const h = await startProduction(id);
-        await new Promise((r) => setTimeout(r, 4000));
+        await sleep(4000);
         vendor.setFaults({ fail5xx: { count: 3, scope: 'submit' } });
         await awaitingApproval(h);
         await h.signal(approveSignal, { by: 'editor' });
