@@ -39,10 +39,10 @@ export interface WorkerProcessOptions {
 const POLLING = /Worker state changed.*RUNNING/;
 
 export async function benchWorkerProcess(ctx: TemporalContext, o: WorkerProcessOptions): Promise<Row[]> {
-  return [await startup(ctx, o), await parked(ctx, o)];
+  return [await benchWorkerStart(ctx, o), await benchParked(ctx, o)];
 }
 
-async function startup(ctx: TemporalContext, o: WorkerProcessOptions): Promise<Row> {
+export async function benchWorkerStart(ctx: TemporalContext, o: WorkerProcessOptions): Promise<Row> {
   const source = await resolveWorkflowSource({});
   if (source.kind !== 'bundle') {
     return {
@@ -82,7 +82,7 @@ async function startup(ctx: TemporalContext, o: WorkerProcessOptions): Promise<R
   );
 }
 
-async function parked(ctx: TemporalContext, o: WorkerProcessOptions): Promise<Row> {
+export async function benchParked(ctx: TemporalContext, o: WorkerProcessOptions): Promise<Row> {
   const name = `bench-parked-${process.pid}`;
   const dataDir = path.join(o.workDir, 'parked');
   mkdirSync(dataDir, { recursive: true });
