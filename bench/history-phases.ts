@@ -73,3 +73,33 @@ export async function historyProfile(
     calls: {},
   };
 }
+
+/**
+ * Server-side task latency over many runs: mean per run of the time workflow and activity tasks waited in their
+ * queues (scheduled to started, the server and the pollers) and ran (started to completed, the worker).
+ */
+export async function taskLatencies(client: Client, workflowIds: readonly string[]): Promise<Record<string, number>> {
+  const sums = { workflowTaskQueued: 0, workflowTaskRunning: 0, activityQueued: 0, activityRunning: 0 };
+  const ids = [...workflowIds];
+  const one = async (id: string) => {
+    const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const at = new Map(events.map((e) => [Number(e.eventId ?? 0), eventMs(e) ?? 0]));
+    for (const e of events) {
+      const t = eventMs(e) ?? 0;
+      const wftStarted = e.workflowTaskStartedEventAttributes;
+      if (wftStarted) sums.workflowTaskQueued += t - (at.get(Number(wftStarted.scheduledEventId ?? 0)) ?? t);
+      const wftDone = e.workflowTaskCompletedEventAttributes;
+      if (wftDone) sums.workflowTaskRunning += t - (at.get(Number(wftDone.startedEventId ?? 0)) ?? t);
+      const actStarted = e.activityTaskStartedEventAttributes;
+      if (actStarted) sums.activityQueued += t - (at.get(Number(actStarted.scheduledEventId ?? 0)) ?? t);
+      const actDone = e.activityTaskCompletedEventAttributes;
+      if (actDone) sums.activityRunning += t - (at.get(Number(actDone.startedEventId ?? 0)) ?? t);
+    }
+  };
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let id = ids.shift(); id !== undefined; id = ids.shift()) await one(id);
+    }),
+  );
+  return Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v / Math.max(1, workflowIds.length)]));
+}

@@ -74,6 +74,7 @@ export const configSchema = z.strictObject({
   contention_per_process: z.number().int().positive(),
   temporal_latency_pairs: z.number().int().positive(),
   temporal_backfill_runs: z.number().int().positive(),
+  temporal_drain_workers: z.array(z.number().int().positive()),
   production_episodes: z.number().int().positive(),
   production_waiting: z.number().int().positive(),
   worker_start_runs: z.number().int().positive(),

@@ -11,7 +11,7 @@
  * to the last run closing (server close time), so worker start-up is excluded and a second worker's head start is not.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
@@ -23,7 +23,8 @@ import { spawnNode } from '../test/helpers/processes';
 import { waitForScheduledRuns } from '../test/helpers/schedules';
 import { DEV_SERVER_EXTRA_ARGS } from '../test/helpers/temporal';
 import { createFloorActivities } from './floor-activities';
-import { historyProfile } from './history-phases';
+import { historyProfile, taskLatencies } from './history-phases';
+import type { LockTotals } from './lock-profile';
 import { measured, target, type Profile, type Row } from './results';
 import { nowMs, summarize, timed, withTimeout } from './stats';
 import { blockWeek, waitForApprovalPoint, type TemporalContext } from './temporal-context';
@@ -36,6 +37,8 @@ export interface TemporalOptions {
   latencyPairs: number;
   warmupPairs: number;
   backfillRuns: number;
+  /** One drain per entry, with that many worker processes. */
+  drainWorkers: readonly number[];
   workDir: string;
   log: (message: string) => void;
   addProfile: (profile: Profile) => void;
@@ -43,8 +46,21 @@ export interface TemporalOptions {
 
 export async function benchTemporal(ctx: TemporalContext, o: TemporalOptions): Promise<Row[]> {
   const rows = await latency(ctx, o);
-  for (const workers of [1, 2]) rows.push(await drain(ctx, o, workers));
-  return rows;
+  const drains: Row[] = [];
+  for (const workers of o.drainWorkers) drains.push(await drain(ctx, o, workers));
+  const rate = (w: number) => {
+    const row = drains.find((r) => r.id === `temporal/drain/${w}`);
+    return row?.status === 'measured' ? row.metrics.runs_per_s : undefined;
+  };
+  const one = rate(1);
+  for (const row of drains) {
+    const n = Number(row.id.split('/').at(-1));
+    const mine = rate(n);
+    // More workers must never mean fewer runs per second: 1-worker rate over this one's, at most 1.
+    if (row.status === 'measured' && n === 2 && one && mine)
+      row.targets.push(target('runs/s 1 worker / runs/s 2 workers', one / mine, 1));
+  }
+  return [...rows, ...drains];
 }
 
 async function latency(ctx: TemporalContext, o: TemporalOptions): Promise<Row[]> {
@@ -136,7 +152,15 @@ async function drain(ctx: TemporalContext, o: TemporalOptions, workers: number):
     await waitForCount(client, name, o.backfillRuns, 120_000);
     o.log(`temporal: ${o.backfillRuns} backfilled runs queued for ${workers} worker(s)`);
 
-    const procs = Array.from({ length: workers }, () => spawnNode('src/worker.js', [], ctx.workerEnv(name, dataDir)));
+    const statsFiles = Array.from({ length: workers }, (_, i) => path.join(o.workDir, `${name}-lock-${i}.json`));
+    const procs = statsFiles.map((file) =>
+      spawnNode('src/worker.js', [], {
+        ...ctx.workerEnv(name, dataDir),
+        NODE_OPTIONS: `--require "${path.join(__dirname, 'lock-profile.js')}"`,
+        BENCH_LOCK_STATS_FILE: file,
+      }),
+    );
+    let runIds: string[] = [];
     try {
       const ready = await Promise.all(procs.map((p) => workerReadyAt(p, 120_000)));
       const runs = await waitForScheduledRuns(client, name, o.backfillRuns, 300_000);
@@ -148,7 +172,8 @@ async function drain(ctx: TemporalContext, o: TemporalOptions, workers: number):
       const completed = runs.filter((r) => r.status.name === 'COMPLETED').length;
       const stored = await store.listEpisodes();
       const weeks = new Set(stored.map((s) => s.week_id));
-      return measured(
+      runIds = runs.map((r) => r.workflowId);
+      const row = measured(
         'temporal',
         `temporal/drain/${workers}`,
         `${o.backfillRuns} backfilled weekly runs drained by ${workers} worker process${workers > 1 ? 'es' : ''}`,
@@ -172,12 +197,44 @@ async function drain(ctx: TemporalContext, o: TemporalOptions, workers: number):
           ],
         },
       );
+      await Promise.all(procs.map((p) => stopProcess(p)));
+      row.notes.push(lockNote(statsFiles, o.backfillRuns), serverNote(await taskLatencies(client, runIds)));
+      return row;
     } finally {
       await Promise.all(procs.map((p) => stopProcess(p)));
     }
   } finally {
     await handle.delete();
   }
+}
+
+/** The workers' lock totals (bench/lock-profile.ts), per weekly run (each run's production included). */
+function lockNote(files: readonly string[], runs: number): string {
+  // A worker killed after its drain deadline wrote none: its share is missing, and the note says so.
+  const totals = files.flatMap((f) => {
+    try {
+      return [JSON.parse(readFileSync(f, 'utf8')) as LockTotals];
+    } catch {
+      return [];
+    }
+  });
+  const sum = (k: keyof LockTotals) => totals.reduce((s, t) => s + t[k], 0);
+  const n = sum('acquisitions');
+  return (
+    `lock: ${(n / runs).toFixed(1)} acquisitions per run (its production included), ` +
+    `wait ${(sum('waitedMs') / runs).toFixed(1)} ms and hold ${(sum('heldMs') / runs).toFixed(1)} ms per run, ` +
+    `mean wait ${(sum('waitedMs') / Math.max(1, n)).toFixed(2)} ms per acquisition` +
+    (totals.length < files.length ? ` (${files.length - totals.length} worker(s) reported nothing)` : '')
+  );
+}
+
+/** Server event times of the weekly runs: task queue waits and task run times, mean per run. */
+function serverNote(l: Record<string, number>): string {
+  const f = (k: string) => (l[k] ?? 0).toFixed(1);
+  return (
+    `weekly run tasks (server times, mean per run): workflow tasks queued ${f('workflowTaskQueued')} ms, running ` +
+    `${f('workflowTaskRunning')} ms; allocation activity queued ${f('activityQueued')} ms, running ${f('activityRunning')} ms`
+  );
 }
 
 async function waitForCount(client: Client, scheduleId: string, count: number, timeoutMs: number): Promise<void> {

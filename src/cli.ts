@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { registerAllocationCommands } from './cli/allocation-commands';
+import { registerClusterCommands } from './cli/cluster-commands';
 import { CliContext } from './cli/context';
 import { registerLedgerCommands } from './cli/ledger-commands';
 import { registerLegacyMigrationCommands } from './cli/legacy-migration-commands';
@@ -34,6 +35,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   const ctx = new CliContext(program);
   registerAllocationCommands(program, ctx);
   registerScheduleCommands(program, ctx);
+  registerClusterCommands(program, ctx);
   registerPaidCommands(program, ctx);
   registerLedgerCommands(program, ctx);
   registerLegacyMigrationCommands(program, ctx);

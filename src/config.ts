@@ -1,20 +1,41 @@
 /** Process configuration from the environment, parsed once at the edge (zod), never read ad hoc elsewhere. */
+import { loadClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { parseTimeZone } from './domain/week-id';
 import { TASK_QUEUE } from './domain/names';
 import { DEFAULT_EPISODE_BUDGET_CENTS } from './activities/paid-steps';
 
 const envSchema = z.object({
-  TEMPORAL_ADDRESS: z.string().min(1).default('localhost:7233'),
-  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  EPISODES_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
   EPISODES_TASK_QUEUE: z.string().min(1).default(TASK_QUEUE),
   PIPELINE_TIMEZONE: z.string().min(1).default('UTC'),
   EPISODE_BUDGET_CENTS: z.coerce.number().int().positive().default(DEFAULT_EPISODE_BUDGET_CENTS),
 });
 
+/**
+ * Where and how to reach Temporal: the `temporal` CLI's own profile rules (@temporalio/envconfig): the TOML profile
+ * (TEMPORAL_CONFIG_FILE, else ~/.config/temporalio/temporal.toml; TEMPORAL_PROFILE, else `default`), then the
+ * TEMPORAL_* variables on top. Certificate files are read when connecting (src/temporal-connection.ts), not here.
+ */
+export interface TemporalSettings {
+  address: string;
+  namespace: string;
+  /** False when neither a profile nor TEMPORAL_ADDRESS names a server (so the default localhost:7233 applies). */
+  addressConfigured: boolean;
+  apiKey?: string;
+  tls?: ClientConfigTLS;
+  grpcMeta?: Record<string, string>;
+  /** Profile name and file, for messages. */
+  profile: string;
+  configFile?: string;
+  connectTimeoutMs: number;
+}
+
+export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
+export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
+
 export interface PipelineConfig {
-  temporalAddress: string;
-  temporalNamespace: string;
+  temporal: TemporalSettings;
   taskQueue: string;
   timezone: string;
   /** Per-episode cost cap in cents (EPISODE_BUDGET_CENTS). */
@@ -24,13 +45,47 @@ export interface PipelineConfig {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipelineConfig {
   const parsed = envSchema.parse(env);
   return {
-    temporalAddress: parsed.TEMPORAL_ADDRESS,
-    temporalNamespace: parsed.TEMPORAL_NAMESPACE,
+    temporal: loadTemporalSettings(env, parsed.EPISODES_CONNECT_TIMEOUT_MS),
     taskQueue: parsed.EPISODES_TASK_QUEUE,
     timezone: parseTimeZone(parsed.PIPELINE_TIMEZONE),
     budgetCents: parsed.EPISODE_BUDGET_CENTS,
   };
 }
+
+function loadTemporalSettings(env: NodeJS.ProcessEnv, connectTimeoutMs: number): TemporalSettings {
+  // An empty variable means unset (as `VAR= cmd` is usually meant), except TEMPORAL_GRPC_META_*, where it removes.
+  const vars: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v !== undefined && (v !== '' || k.startsWith('TEMPORAL_GRPC_META_'))) vars[k] = v;
+  }
+  let profile;
+  try {
+    profile = loadClientConfigProfile({ overrideEnvVars: vars });
+  } catch (e) {
+    const where = vars.TEMPORAL_CONFIG_FILE ?? 'the Temporal config file';
+    throw new Error(`cannot load the Temporal profile from ${where}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const p = profileSchema.parse(profile);
+  return {
+    address: p.address ?? DEFAULT_TEMPORAL_ADDRESS,
+    namespace: p.namespace ?? DEFAULT_TEMPORAL_NAMESPACE,
+    addressConfigured: p.address !== undefined,
+    apiKey: p.apiKey,
+    tls: profile.tls,
+    grpcMeta: p.grpcMeta,
+    profile: vars.TEMPORAL_PROFILE ?? 'default',
+    configFile: vars.TEMPORAL_CONFIG_FILE,
+    connectTimeoutMs,
+  };
+}
+
+// envconfig hands back what the TOML file said, unchecked: the fields this process relies on are checked here.
+const profileSchema = z.object({
+  address: z.string().min(1).optional(),
+  namespace: z.string().min(1).optional(),
+  apiKey: z.string().min(1).optional(),
+  grpcMeta: z.record(z.string(), z.string()).optional(),
+});
 
 /** An empty variable counts as unset (`EPISODES_METRICS_ADDRESS=` turns metrics off): for z.preprocess. */
 export function unsetIfEmpty(value: unknown): unknown {

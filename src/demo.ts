@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
-import { Client, Connection, ScheduleAlreadyRunning, WorkflowFailedError } from '@temporalio/client';
+import { Client, ScheduleAlreadyRunning, WorkflowFailedError } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
@@ -19,6 +19,7 @@ import { FileEpisodeStore } from './store/file-store';
 import { DEFAULT_VENDOR_PORT } from './vendor-api/api';
 import { staticCredentialsLoader } from './vendor-api/credentials';
 import { startVendorSimulator } from './vendor-sim/simulator';
+import { connectClient } from './temporal-connection';
 import { createWorker } from './worker';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';
 import { approveSignal, statusQuery } from './workflows/messages';
@@ -29,9 +30,10 @@ async function main(): Promise<void> {
   const interactive = process.argv.includes('--interactive');
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const config = loadConfig();
-  if (!process.env.TEMPORAL_ADDRESS) {
+  if (!config.temporal.addressConfigured) {
+    // No TEMPORAL_ADDRESS and no profile naming a server: the local dev server, started (or reused) here.
     execFileSync('bash', [path.join(ROOT, 'temporal-dev.sh'), 'start'], { stdio: 'inherit' });
-    config.temporalAddress = '127.0.0.1:7233';
+    config.temporal = { ...config.temporal, address: '127.0.0.1:7233' };
   }
   const store = new FileEpisodeStore();
   // The simulator keeps its jobs in the data dir, so a production interrupted in one demo resumes in the next.
@@ -49,8 +51,8 @@ async function main(): Promise<void> {
     vendor: { baseUrl: new URL(vendor.url), timeoutMs: 5_000 },
     budgetCents: config.budgetCents,
   });
-  const connection = await Connection.connect({ address: config.temporalAddress });
-  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const connection = await connectClient(config.temporal);
+  const client = new Client({ connection, namespace: config.temporal.namespace });
   try {
     await worker.runUntil(async () => {
       const options = weeklyScheduleOptions({
@@ -92,7 +94,7 @@ async function main(): Promise<void> {
       console.log('');
       console.log(`outcome:     ${result.outcome}`);
       console.log(`data dir:    ${store.dataDir}`);
-      console.log(`Temporal UI: http://127.0.0.1:8233/namespaces/${config.temporalNamespace}/workflows/${workflowId}`);
+      console.log(`Temporal UI: http://127.0.0.1:8233/namespaces/${config.temporal.namespace}/workflows/${workflowId}`);
       console.log('run `npm run demo` again: the next run of this week gets the next sequence.');
     });
   } catch (e) {

@@ -28,6 +28,12 @@ export const ErrorType = {
   VendorUnavailable: 'VendorUnavailable',
   CredentialsMissing: 'CredentialsMissing',
   InvalidState: 'InvalidState',
+  /** Temporal could not be reached with the configured address, TLS and credentials. */
+  ConnectionFailed: 'ConnectionFailed',
+  /** The namespace is missing, or lacks the search attributes the workflows set. */
+  NamespaceNotReady: 'NamespaceNotReady',
+  /** `episodes cluster check` found something missing. */
+  ClusterCheckFailed: 'ClusterCheckFailed',
 } as const;
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 

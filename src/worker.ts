@@ -1,13 +1,17 @@
 /**
  * The worker: builds the real dependencies and runs workflows and activities on the task queue.
- * Connects through TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE; SIGINT or SIGTERM drain in-flight tasks, then exit.
+ * Connects with the TEMPORAL_* profile (src/temporal-connection.ts) and refuses to start on a namespace without the
+ * search attributes the workflows set; SIGINT or SIGTERM drain in-flight tasks, then exit.
  */
-import { NativeConnection, Runtime, Worker, type Logger, type WorkerOptions } from '@temporalio/worker';
+import { Runtime, Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { loadConfig, type PipelineConfig } from './config';
+import { PipelineError } from './domain/errors';
 import { envCredentialsLoader } from './vendor-api/credentials';
 import { vendorEndpointFromEnv } from './vendor-api/endpoint';
 import { openStore, prepareStore } from './store/open-store';
+import { connectNativeConnection, describeSettings, redactSecrets } from './temporal-connection';
+import { requireNamespaceReady } from './temporal-namespace';
 import { installTelemetry, loadTelemetryConfig } from './telemetry';
 import { workerCacheOptions } from './worker-cache';
 import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
@@ -30,10 +34,17 @@ export async function createWorker(
   logger: Logger = Runtime.instance().logger,
 ): Promise<{ worker: Worker; connection: NativeConnection }> {
   const workflows = workflowSourceOptions(await resolveWorkflowSource(), logger);
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const connection = await connectNativeConnection(config.temporal);
+  try {
+    // Polling a namespace without EpisodeId/WeekId would leave every weekly run retrying its first task forever.
+    await requireNamespaceReady(connection, config.temporal.namespace);
+  } catch (e) {
+    await connection.close();
+    throw e;
+  }
   const worker = await Worker.create({
     connection,
-    namespace: config.temporalNamespace,
+    namespace: config.temporal.namespace,
     taskQueue: config.taskQueue,
     ...workflows,
     ...workerCacheOptions(),
@@ -43,18 +54,15 @@ export async function createWorker(
   return { worker, connection };
 }
 
-async function main(): Promise<void> {
+async function main(config: PipelineConfig): Promise<void> {
   // First: the Runtime (logger, metrics) must exist before any connection.
   const logger = installTelemetry(loadTelemetryConfig());
-  const config = loadConfig();
   const deps = buildDeps(config, logger);
   // Schema migrations and connectivity now: a misconfigured store fails the start, not the first activity.
   await prepareStore(deps.store);
   const { worker, connection } = await createWorker(config, deps, {}, logger);
   logger.info(
-    `worker: task queue ${config.taskQueue} on ${config.temporalAddress}/${config.temporalNamespace}, ` +
-      `${deps.store.description}`,
-    { taskQueue: config.taskQueue, namespace: config.temporalNamespace },
+    `worker: task queue ${config.taskQueue} on ${describeSettings(config.temporal)}, ` + `${deps.store.description}`,
   );
   try {
     // Worker.run() resolves after a shutdown signal (SIGINT, SIGTERM, ...) once in-flight tasks have drained.
@@ -66,11 +74,19 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().then(
-    () => process.exit(0),
-    (e: unknown) => {
-      console.error('worker failed:', e);
-      process.exit(1);
-    },
-  );
+  let config: PipelineConfig | undefined;
+  Promise.resolve()
+    .then(() => main((config = loadConfig())))
+    .then(
+      () => process.exit(0),
+      (e: unknown) => {
+        // One line, as the CLI's errors: a stack trace would bury the cause (and could quote a secret).
+        const text =
+          e instanceof PipelineError ? `${e.type}: ${e.message}` : e instanceof Error ? e.message : String(e);
+        console.error(
+          `worker failed: ${redactSecrets(text, { apiKey: config?.temporal.apiKey })}`.replace(/\s+/g, ' '),
+        );
+        process.exit(1);
+      },
+    );
 }

@@ -1,13 +1,15 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import type { Command } from 'commander';
 import { loadConfig, type PipelineConfig } from '../config';
 import { defaultDataDir } from '../store/file-store';
 import type { EpisodeStore } from '../store/episode-store';
 import { openStore } from '../store/open-store';
+import { connectClient } from '../temporal-connection';
 
 /** Lazily built dependencies of CLI commands: a command that never talks to Temporal never connects. */
 export class CliContext {
   private client?: Client;
+  private connection?: Connection;
   private store?: EpisodeStore;
   readonly config: PipelineConfig = loadConfig();
 
@@ -24,17 +26,20 @@ export class CliContext {
     return this.store;
   }
 
+  /** The raw connection (Operator and Workflow services), with the TEMPORAL_* profile every process uses. */
+  async getConnection(): Promise<Connection> {
+    this.connection ??= await connectClient(this.config.temporal);
+    return this.connection;
+  }
+
   async getClient(): Promise<Client> {
-    if (!this.client) {
-      const connection = await Connection.connect({ address: this.config.temporalAddress });
-      this.client = new Client({ connection, namespace: this.config.temporalNamespace });
-    }
+    this.client ??= new Client({ connection: await this.getConnection(), namespace: this.config.temporal.namespace });
     return this.client;
   }
 
   async close(): Promise<void> {
     await this.store?.close();
-    await this.client?.connection.close();
+    await this.connection?.close();
   }
 }
 

@@ -4,6 +4,8 @@ import {
   ScheduleOverlapPolicy,
   type ScheduleOptions,
 } from '@temporalio/client';
+import { createHash } from 'node:crypto';
+import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { parseInstant } from '../domain/week-id';
 import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID_BASE } from '../domain/names';
@@ -42,6 +44,40 @@ export function weeklyScheduleOptions(p: WeeklyScheduleParams): ScheduleOptions 
   };
 }
 
+/**
+ * Memo key (on the runs the schedule starts) holding a hash of the schedule's definition: schedule memos cannot be
+ * updated, and comparing the server's expanded calendar with ours would be fragile.
+ */
+const DEFINITION_MEMO = 'episodesScheduleDefinition';
+
+export type EnsureOutcome = 'created' | 'updated' | 'unchanged';
+
+/**
+ * Creates the weekly schedule, or updates it to the current definition. With `onlyIfChanged`, a schedule already at
+ * this definition is left untouched (`cluster setup`: a second run changes nothing).
+ */
+export async function ensureWeeklySchedule(
+  client: Client,
+  p: WeeklyScheduleParams,
+  { onlyIfChanged = false }: { onlyIfChanged?: boolean } = {},
+): Promise<EnsureOutcome> {
+  const base = weeklyScheduleOptions(p);
+  const definition = createHash('sha256')
+    .update(JSON.stringify({ ...base, action: { ...base.action, workflowType: weeklyEpisodeWorkflow.name } }))
+    .digest('hex');
+  const options = { ...base, action: { ...base.action, memo: { [DEFINITION_MEMO]: definition } } };
+  try {
+    await client.schedule.create(options);
+    return 'created';
+  } catch (e) {
+    if (!(e instanceof ScheduleAlreadyRunning)) throw e;
+  }
+  const handle = client.schedule.getHandle(p.scheduleId);
+  if (onlyIfChanged && (await handle.describe()).action.memo?.[DEFINITION_MEMO] === definition) return 'unchanged';
+  await handle.update((prev) => ({ ...prev, spec: options.spec, action: options.action, policies: options.policies }));
+  return 'updated';
+}
+
 export function registerScheduleCommands(program: Command, ctx: CliContext): void {
   const schedule = program.command('schedule').description('the weekly Temporal schedule');
   const idOption = ['--schedule-id <id>', 'schedule id', SCHEDULE_ID] as const;
@@ -52,24 +88,12 @@ export function registerScheduleCommands(program: Command, ctx: CliContext): voi
     .option(...idOption)
     .action(async (opts: { scheduleId: string }) => {
       const client = await ctx.getClient();
-      const options = weeklyScheduleOptions({
+      const outcome = await ensureWeeklySchedule(client, {
         scheduleId: opts.scheduleId,
         taskQueue: ctx.config.taskQueue,
         timezone: ctx.config.timezone,
       });
-      try {
-        await client.schedule.create(options);
-        console.log(`created schedule ${opts.scheduleId}`);
-      } catch (e) {
-        if (!(e instanceof ScheduleAlreadyRunning)) throw e;
-        await client.schedule.getHandle(opts.scheduleId).update((prev) => ({
-          ...prev,
-          spec: options.spec,
-          action: options.action,
-          policies: options.policies,
-        }));
-        console.log(`updated schedule ${opts.scheduleId}`);
-      }
+      console.log(`${outcome} schedule ${opts.scheduleId}`);
     });
 
   schedule

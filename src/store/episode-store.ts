@@ -18,8 +18,10 @@ export interface AllocationResult {
 }
 
 /**
- * Durable home of episodes. Every implementation serialises `allocate` and `updateEpisode` with the pipeline lock
- * and applies `decideAllocation` (src/domain/allocation.ts) to what it reads inside that lock.
+ * Durable home of episodes. Every implementation serialises `allocate` with the pipeline lock and applies
+ * `decideAllocation` (src/domain/allocation.ts) to what it reads inside that lock; `updateEpisode` is serialised with
+ * every other write of that episode (the file store: the episode's own lock; PostgreSQL: the pipeline lock and a row
+ * lock).
  */
 export interface EpisodeStore {
   /** Human-readable location, for logs and errors (never contains credentials). */
@@ -29,7 +31,7 @@ export interface EpisodeStore {
   /** The paid-step guard: the state, or a non-retryable `EpisodeNotFound`. */
   requireEpisode(id: EpisodeId): Promise<EpisodeState>;
   listEpisodes(filter?: { weekId?: WeekId }): Promise<EpisodeState[]>;
-  /** Read-modify-write of one episode under the pipeline lock; identity fields cannot change. */
+  /** Read-modify-write of one episode, serialised with every other write of that episode; identity cannot change. */
   updateEpisode(id: EpisodeId, update: (state: EpisodeState) => EpisodeState): Promise<EpisodeState>;
   /** Append-only: writing the same entry again is a no-op, a different one for the same episode is refused. */
   appendHistory(entry: HistoryEntry): Promise<void>;

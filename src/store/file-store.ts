@@ -1,16 +1,22 @@
 /**
  * The embedded default store: plain files under a data directory.
  *
- *   <data>/pipeline.lock/                 the pipeline lock (proper-lockfile)
+ *   <data>/pipeline.lock/                 the pipeline lock (allocations; proper-lockfile plus a prompt handoff)
  *   <data>/index/keys/<sha256(key)>.json  which episodes a key points at (written before the commit, so a key is
  *                                         never missed across weeks)
  *   <data>/index/weeks/<week_id>.json     the week's episodes: THE COMMIT POINT of an allocation
  *   <data>/episodes/<episode_id>/state.json   live state; media files beside it
+ *   <data>/episodes/<episode_id>/episode.lock/ the episode's lock (its bookkeeping writes)
  *   <data>/history/<episode_id>.json      completed history, one immutable entry per episode
  *
  * An allocation reads one key file and one week file, so its cost does not grow with the number of stored episodes.
  * An episode exists once its week index lists it; a key file entry without one is an uncommitted leftover of a
  * crashed allocation and is ignored, and a committed entry without a state file is rolled forward.
+ *
+ * Locks: a state file is only ever created under the pipeline lock (by the allocation, its roll-forward, or the first
+ * update of an episode whose state is still missing) and only ever replaced under the episode's lock; it is never
+ * removed. So an update of an episode whose state exists needs only the episode's lock: no allocation writes that file
+ * any more, and allocations write nothing else an update reads or writes (index files, their temp files).
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync, promises as fs } from 'node:fs';
@@ -49,7 +55,8 @@ import {
   type StagedFile,
 } from './durable-fs';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
-import { DEFAULT_LOCK_OPTIONS, PipelineLock, type LockGuard, type LockOptions } from './pipeline-lock';
+import { DirectoryLock, PipelineLock, type LockGuard } from './pipeline-lock';
+import { lockOptionsFromEnv, type LockOptions } from './store-config';
 
 export const weekIndexEntrySchema = z.strictObject({
   episode_id: episodeIdSchema,
@@ -89,12 +96,14 @@ export function cliAllocatedBy(): AllocatedBy {
 export class FileEpisodeStore implements EpisodeStore {
   readonly dataDir: string;
   readonly lock: PipelineLock;
+  private readonly lockOptions: LockOptions;
   private readonly guard: InsideGuard;
   private layoutReady = false;
   private tempsSwept = false;
 
-  constructor(dataDir: string = defaultDataDir(), lockOptions: LockOptions = DEFAULT_LOCK_OPTIONS) {
+  constructor(dataDir: string = defaultDataDir(), lockOptions: LockOptions = lockOptionsFromEnv()) {
     this.dataDir = path.resolve(dataDir);
+    this.lockOptions = lockOptions;
     this.lock = new PipelineLock(this.dataDir, lockOptions);
     this.guard = new InsideGuard(this.dataDir);
   }
@@ -118,6 +127,9 @@ export class FileEpisodeStore implements EpisodeStore {
   }
   historyPath(id: EpisodeId): string {
     return path.join(this.dataDir, 'history', `${id}.json`);
+  }
+  episodeLockPath(id: EpisodeId): string {
+    return path.join(this.episodeDir(id), 'episode.lock');
   }
   /** Media paths recorded in state are relative to the episode's directory (`media/final.mp4`). */
   mediaDir(id: EpisodeId): string {
@@ -251,7 +263,7 @@ export class FileEpisodeStore implements EpisodeStore {
 
   async updateEpisode(id: EpisodeId, update: (state: EpisodeState) => EpisodeState): Promise<EpisodeState> {
     await this.ensureLayout();
-    return this.lock.withLock(async (guard) => {
+    return this.withEpisodeLock(id, async (guard) => {
       const current = await this.requireEpisode(id);
       const next = episodeStateSchema.parse(update(structuredClone(current)));
       for (const field of ['episode_id', 'week_id', 'sequence', 'allocation_key', 'created_at'] as const) {
@@ -272,7 +284,7 @@ export class FileEpisodeStore implements EpisodeStore {
   async appendHistory(entry: HistoryEntry): Promise<void> {
     const parsed = historyEntrySchema.parse(entry);
     await this.ensureLayout();
-    await this.lock.withLock(async (guard) => {
+    await this.withEpisodeLock(parsed.episode_id, async (guard) => {
       const file = this.historyPath(parsed.episode_id);
       const existing = this.read(file, historyEntrySchema);
       if (existing) {
@@ -308,6 +320,28 @@ export class FileEpisodeStore implements EpisodeStore {
   }
 
   // ---- internals ----
+
+  /**
+   * One episode's read-modify-write. Its lock lives in its directory; while its state file is missing (an episode
+   * rolled forward from the index, or one that never existed) the pipeline lock is taken first, because creating the
+   * state file is the allocation's business (see the header). Always pipeline, then episode: no lock order cycle.
+   */
+  private async withEpisodeLock<T>(id: EpisodeId, critical: (guard: LockGuard) => Promise<T>): Promise<T> {
+    const episodeLock = () =>
+      new DirectoryLock(this.inside(this.episodeLockPath(id)), `lock of ${id}`, this.lockOptions);
+    if (exists(this.statePath(id))) return episodeLock().withLock(critical);
+    return this.lock.withLock(async (pipeline) => {
+      if (!exists(this.episodeDir(id))) return critical(pipeline);
+      return episodeLock().withLock((episode) =>
+        critical({
+          assertHeld() {
+            pipeline.assertHeld();
+            episode.assertHeld();
+          },
+        }),
+      );
+    });
+  }
 
   // Every file access goes through these: a path must resolve inside the real data dir, so a symlink planted in it
   // (index/weeks, episodes/<id>, state.json, ...) cannot lead a read or a write elsewhere.

@@ -3,6 +3,7 @@ import { ErrorType } from '../shared';
 import type { EpisodeStore } from './episode-store';
 import { FileEpisodeStore, defaultDataDir } from './file-store';
 import { PostgresEpisodeStore, isPostgresUrl } from './postgres-store';
+import { lockOptionsFromEnv } from './store-config';
 
 export interface StoreSelection {
   /** File store directory (default: EPISODES_DATA_DIR or ./data). */
@@ -22,6 +23,7 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
   if (selection.storeUrl !== undefined && selection.dataDir !== undefined) {
     throw new PipelineError(ErrorType.InvalidInput, 'give a file store data dir or a store URL, not both');
   }
+  const lock = lockOptionsFromEnv();
   const url = selection.storeUrl ?? (selection.dataDir === undefined ? process.env.EPISODES_STORE_URL : undefined);
   if (url) {
     if (!isPostgresUrl(url)) {
@@ -31,9 +33,15 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
         'store URL must start with postgres:// or postgresql:// (unset EPISODES_STORE_URL for the file store)',
       );
     }
-    return new PostgresEpisodeStore({ url, mediaDir: selection.mediaDir });
+    return new PostgresEpisodeStore({
+      url,
+      mediaDir: selection.mediaDir,
+      lockTimeoutMs: lock.timeoutMs,
+      staleMs: lock.staleMs,
+      unsafeDisableLockForTests: lock.unsafeDisableForTests,
+    });
   }
-  return new FileEpisodeStore(selection.dataDir ?? defaultDataDir());
+  return new FileEpisodeStore(selection.dataDir ?? defaultDataDir(), lock);
 }
 
 /** Connects and applies schema migrations now, so that a worker fails at start rather than at its first activity. */

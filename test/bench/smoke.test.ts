@@ -19,6 +19,7 @@ function expectedRows(r: BenchResults): string[] {
     'allocation/floor-protocol',
     ...r.config.sizes.flatMap((s) => [`allocation/file/${s}`, `allocation/postgres/${s}`]),
     'contention/file',
+    'contention/file/alone',
     'temporal/latency/floor',
     'temporal/latency/weekly',
     'temporal/drain/1',
@@ -71,7 +72,7 @@ describe('bench --smoke', function () {
             ? ['sources_p50_ms', 'bundle_p50_ms']
             : row.id === 'production/parked'
               ? ['rss_before_mib', 'rss_after_mib', 'evicted_p50_ms', 'cached_p50_ms']
-              : row.id === 'contention/file'
+              : row.id.startsWith('contention/file')
                 ? ['p50_ms', 'p99_ms', 'allocs_per_s']
                 : ['p50_ms', 'p99_ms'];
       for (const name of wants) assert.ok(name in row.metrics, `${row.id} has ${name}`);

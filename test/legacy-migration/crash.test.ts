@@ -65,7 +65,8 @@ describe('episodes migrate: killed at each step, then run again', () => {
         // Killed after its last step, the run left its lock behind; a re-run with nothing to do takes no lock (so
         // it changes nothing) and the next locking command takes the stale lock over, as after any killed holder.
         assert.ok(tree['pipeline.lock']);
-        delete tree['pipeline.lock'];
+        // The lock directory and the holder's name in it (pipeline.lock/holder-...).
+        for (const rel of Object.keys(tree)) if (rel.split(path.sep)[0] === 'pipeline.lock') delete tree[rel];
       }
       assert.deepEqual(tree, reference);
       for (const week of LEGACY_WEEKS) {

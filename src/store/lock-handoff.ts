@@ -1,0 +1,167 @@
+/**
+ * Prompt handoff for the file store's directory locks (see pipeline-lock.ts). Each process listens on one local socket
+ * for its whole life. A holder names itself in its lock directory (`holder-<pid>-<token>-<n>`); a waiter connects to
+ * the holder's socket and says which holding it waits for and since when. On release the holder tells the longest
+ * waiting one to go (rough FIFO across processes), and the others once that one has the lock. A connection the holder
+ * closes without a word means its process died (the kernel closed the socket): the waiter may take over at once.
+ *
+ * Linux: abstract socket names (nothing on disk, gone with the process). Elsewhere (macOS): a socket file in the
+ * temp directory, removed on exit. If the socket cannot be set up, holders name no socket and waiters poll.
+ */
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+/** How long a released holding waits for its chosen successor before it tells the other waiters to try. */
+const SUCCESSOR_GRACE_MS = 50;
+
+export interface HolderName {
+  /** Directory entry in the lock directory. */
+  entry: string;
+  holdingId: string;
+  /** Where the holder listens; undefined when it could not listen (its waiters poll). */
+  address: string | undefined;
+}
+
+export type WaitOutcome = 'go' | 'moved' | 'died' | 'timeout' | 'unreachable';
+
+interface Waiter {
+  socket: net.Socket;
+  arrival: number;
+}
+
+const token = randomBytes(8).toString('hex');
+let server: Promise<net.Server | undefined> | undefined;
+let counter = 0;
+/** Holdings of this process that waiters may queue for, by holding id. */
+const holdings = new Map<string, Waiter[]>();
+
+function addressOf(socketToken: string): string {
+  return process.platform === 'linux'
+    ? `\0weekly-media-lock-${socketToken}`
+    : path.join(os.tmpdir(), `wml-${socketToken}.sock`);
+}
+
+const ENTRY = /^holder-(\d+)-([0-9a-f]{16}|none)-(\d+)$/;
+
+export function parseHolderEntry(entry: string): HolderName | undefined {
+  const m = ENTRY.exec(entry);
+  if (!m) return undefined;
+  return { entry, holdingId: `${m[1]}-${m[2]}-${m[3]}`, address: m[2] === 'none' ? undefined : addressOf(m[2]!) };
+}
+
+export function isHolderEntry(entry: string): boolean {
+  return ENTRY.test(entry);
+}
+
+/** A fresh holder name for the next acquisition by this process, with waiters accepted for it from now on. */
+export async function nextHolderName(): Promise<HolderName> {
+  const listening = await listen();
+  const holdingId = `${process.pid}-${listening ? token : 'none'}-${++counter}`;
+  if (listening) holdings.set(holdingId, []);
+  return { entry: `holder-${holdingId}`, holdingId, address: listening ? addressOf(token) : undefined };
+}
+
+/**
+ * The lock is free (its directory removed): tell the longest waiting process to go. The promise resolves once that one
+ * has taken the lock (or left, or the grace passed) and the others were told to try again, so that this process's
+ * own next contender does not overtake a waiter that has waited longer.
+ */
+export function handOff(holdingId: string): Promise<void> {
+  const waiters = holdings.get(holdingId) ?? [];
+  holdings.delete(holdingId);
+  const [first, ...rest] = [...waiters].sort((a, b) => a.arrival - b.arrival);
+  const others = () => {
+    for (const w of rest) w.socket.end('m\n');
+  };
+  if (!first) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      others();
+      resolve();
+    };
+    const timer = setTimeout(done, SUCCESSOR_GRACE_MS);
+    first.socket.once('close', done);
+    first.socket.end('g\n');
+  });
+}
+
+/** The holding will not be released normally (lost, or never taken): its waiters should look again now. */
+export function abandon(holdingId: string): void {
+  for (const w of holdings.get(holdingId) ?? []) w.socket.end('m\n');
+  holdings.delete(holdingId);
+}
+
+/**
+ * Waits until the holder tells this process to go or to look again, or dies, or `maxMs` passes. `arrival` orders the
+ * waiters (epoch ms, fractional).
+ */
+export function waitForHolder(holder: HolderName, arrival: number, maxMs: number): Promise<WaitOutcome> {
+  const address = holder.address;
+  if (!address) return Promise.resolve('unreachable');
+  return new Promise((resolve) => {
+    let connected = false;
+    let outcome: WaitOutcome | undefined;
+    const socket = net.connect(address);
+    const finish = (o: WaitOutcome) => {
+      outcome ??= o;
+      clearTimeout(timer);
+      socket.destroy();
+    };
+    const timer = setTimeout(() => finish('timeout'), maxMs);
+    socket.setEncoding('utf8');
+    socket.on('connect', () => {
+      connected = true;
+      socket.write(`${holder.holdingId} ${arrival}\n`);
+    });
+    socket.on('data', (d: string) => finish(d.startsWith('g') ? 'go' : 'moved'));
+    socket.on('error', () => undefined);
+    // A connection that ends without a word: the holder's process is gone (it never closes one silently).
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(outcome ?? (connected ? 'died' : 'unreachable'));
+    });
+  });
+}
+
+/** The process's one socket, set up on first use; undefined (waiters poll) if it cannot listen. */
+function listen(): Promise<net.Server | undefined> {
+  server ??= new Promise((resolve) => {
+    const address = addressOf(token);
+    const s = net.createServer(accept);
+    s.once('error', () => resolve(undefined));
+    s.listen(address, () => {
+      // Never keeps the process alive by itself; the socket file (not on Linux) goes with the process.
+      s.unref();
+      if (!address.startsWith('\0')) process.once('exit', () => rmSync(address, { force: true }));
+      resolve(s);
+    });
+  });
+  return server;
+}
+
+function accept(socket: net.Socket): void {
+  socket.unref();
+  socket.setEncoding('utf8');
+  socket.on('error', () => undefined);
+  let line = '';
+  socket.on('data', (d: string) => {
+    line += d;
+    if (!line.includes('\n')) return;
+    const [holdingId, arrival] = line.trim().split(' ');
+    const waiters = holdings.get(holdingId ?? '');
+    if (!waiters) {
+      socket.end('m\n'); // released already, or never ours
+      return;
+    }
+    const waiter = { socket, arrival: Number(arrival) };
+    waiters.push(waiter);
+    socket.once('close', () => {
+      const i = waiters.indexOf(waiter);
+      if (i >= 0) waiters.splice(i, 1);
+    });
+  });
+}

@@ -1,0 +1,101 @@
+/**
+ * The lock's handoff between OS processes: waiters are served roughly in arrival order, and a holder that dies while
+ * others wait for it is replaced at once rather than after its heartbeat goes stale.
+ *
+ * Proofs (run by hand, reported in the PR): `LOCK_PROOF_WAIT=poll` makes the children wait as before the handoff
+ * (jittered polling), and the fairness test fails; `LOCK_PROOF_WAIT=no-death-detection` makes the killed-holder test
+ * fail (its waiters time out behind a lock that would only go stale after a minute).
+ */
+import assert from 'node:assert/strict';
+import { existsSync, promises as fs, mkdtempSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { z } from 'zod';
+import type { AllocProcReport } from '../../bench/alloc-proc';
+import { overtakes } from '../../bench/contention';
+import type { AllocOutcome } from '../helpers/alloc-client';
+import { collect, runNode, spawnNode } from '../helpers/processes';
+import { waitFor } from '../helpers/wait';
+
+const PROOF = z.enum(['', 'poll', 'no-death-detection']).parse(process.env.LOCK_PROOF_WAIT ?? '');
+const proofEnv = PROOF ? { EPISODES_UNSAFE_LOCK_WAIT_FOR_TESTS: PROOF } : {};
+
+const PROCESSES = 4;
+const PER_PROCESS = 25;
+/** With first-come-first-served handoff a waiter is overtaken only by the rare newcomer racing a handoff. */
+const MAX_OVERTAKES = 2 * (PROCESSES - 1);
+
+describe('lock handoff between processes', function () {
+  this.timeout(120_000);
+  const dirs: string[] = [];
+  const tempDir = () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'lock-handoff-'));
+    dirs.push(dir);
+    return dir;
+  };
+  after(async () => {
+    for (const dir of dirs) await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it(`fairness: ${PROCESSES} processes x ${PER_PROCESS}, no allocation overtaken by more than ${MAX_OVERTAKES} later arrivals`, async () => {
+    const dir = tempDir();
+    const startAt = Date.now() + 1_500;
+    const runs = await Promise.all(
+      Array.from({ length: PROCESSES }, (_, p) =>
+        runNode('bench/alloc-proc.js', [String(startAt), String(PER_PROCESS), `fair-p${p}`, '2026-W32'], {
+          EPISODES_DATA_DIR: dir,
+          EPISODES_STORE_URL: '',
+          // A hold long enough that every process is waiting at each handoff, on any machine.
+          EPISODES_FAILPOINTS: 'allocation.decided=delay:3',
+          ...proofEnv,
+        }),
+      ),
+    );
+    const reports = runs.map((r) => {
+      assert.equal(r.code, 0, r.stderr);
+      return JSON.parse(r.stdout) as AllocProcReport;
+    });
+    const sequences = reports.flatMap((r) => r.outcomes.map((o) => ('episodeId' in o ? o.episodeId : o.error)));
+    assert.equal(new Set(sequences).size, PROCESSES * PER_PROCESS, 'every allocation got its own episode');
+    const counts = overtakes(reports);
+    const worst = Math.max(...counts);
+    console.log(`      overtaken by later arrivals: max ${worst}, total ${counts.reduce((s, c) => s + c, 0)}`);
+    assert.ok(worst <= MAX_OVERTAKES, `an allocation was overtaken by ${worst} later arrivals`);
+  });
+
+  it('a holder SIGKILLed while 3 processes wait is replaced long before its lock could go stale', async () => {
+    const dir = tempDir();
+    const env = {
+      EPISODES_DATA_DIR: dir,
+      EPISODES_STORE_URL: '',
+      // Stale only after a minute, and waiters give up after 20 s: only noticing the death lets them in.
+      EPISODES_LOCK_STALE_MS: '60000',
+      EPISODES_LOCK_TIMEOUT_MS: '20000',
+      ...proofEnv,
+    };
+    // The holder takes the lock, gives the waiters 4 s to start and queue behind it, then dies before it decides anything.
+    const holder = spawnNode(
+      'test/helpers/alloc-client.js',
+      ['0', JSON.stringify([{ key: 'doomed', week: '2026-W32' }])],
+      {
+        ...env,
+        EPISODES_FAILPOINTS: 'allocation.lock-taken=delay:4000,allocation.decided=kill',
+      },
+    );
+    const held = collect(holder);
+    await waitFor(() => existsSync(path.join(dir, 'pipeline.lock')), 10_000, 'the holder to take the lock');
+    const waiters = Array.from({ length: 3 }, (_, i) =>
+      runNode('test/helpers/alloc-client.js', ['0', JSON.stringify([{ key: `w${i}`, week: '2026-W32' }])], env),
+    );
+    const died = await held;
+    assert.equal(died.signal, 'SIGKILL', died.stderr);
+    const diedAt = Date.now();
+    const ids = (await Promise.all(waiters)).flatMap((r) => {
+      assert.equal(r.code, 0, r.stderr);
+      return (JSON.parse(r.stdout) as AllocOutcome[]).map((o) => ('episodeId' in o ? o.episodeId : `error ${o.error}`));
+    });
+    console.log(`      all three waiters done ${Date.now() - diedAt} ms after the holder died`);
+    assert.deepEqual(ids.sort(), ['2026-W32-0', '2026-W32-1', '2026-W32-2'], 'one takeover, then one holder at a time');
+    await assert.rejects(fs.stat(path.join(dir, 'pipeline.lock')), { code: 'ENOENT' });
+  });
+});
