@@ -82,8 +82,12 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
       const approve = await runCli(['approve', id, '--by', 'editor'], cliEnv);
       assert.equal(approve.code, 0, approve.stderr);
       state = await until('completed', reached('completed'), 90_000);
-      // The SDK exports on scrape; the last charge is counted before the activity returns, so it is there.
-      samples = await scrape();
+      // The store says completed a moment before the production workflow itself completes: wait for the SDK's count
+      // of the five workflows (weekly run, production, video, cover, assembly) rather than race it.
+      samples = await until('five completed workflows on /metrics', async () => {
+        const scraped = await scrape();
+        return sumOf(scraped, 'temporal_workflow_completed', {}) >= 5 ? scraped : undefined;
+      });
     } finally {
       worker.kill('SIGTERM');
     }
@@ -104,7 +108,7 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
       assert.equal(sumOf(samples, 'episodes_vendor_submissions', { step, outcome: 'accepted' }), 1, step);
     }
     assert.equal(sumOf(samples, 'episodes_budget_refusals', {}), 0);
-    assert.ok(sumOf(samples, 'temporal_workflow_completed', {}) >= 5, 'the SDK metrics are on the same endpoint');
+    assert.equal(sumOf(samples, 'temporal_workflow_completed', {}), 5, 'the SDK metrics are on the same endpoint');
 
     // Logs: one JSON object per line, correlated; the key nowhere.
     const lines = w.stdout.split('\n').filter((l) => l.length > 0);
