@@ -199,7 +199,7 @@ async function startAndPark(ctx: TemporalContext, taskQueue: string, firstYear: 
 }
 
 /** Resident set size in MiB: /proc on Linux, `ps` elsewhere. */
-function rssMib(pid: number): number {
+export function rssMib(pid: number): number {
   const proc = existsSync(`/proc/${pid}/status`) ? readFileSync(`/proc/${pid}/status`, 'utf8') : '';
   const kb =
     /VmRSS:\s+(\d+) kB/.exec(proc)?.[1] ?? execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' });

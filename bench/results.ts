@@ -77,6 +77,10 @@ export const configSchema = z.strictObject({
   temporal_drain_workers: z.array(z.number().int().positive()),
   production_episodes: z.number().int().positive(),
   production_waiting: z.number().int().positive(),
+  worker_start_runs: z.number().int().positive(),
+  production_parked: z.number().int().positive(),
+  production_parked_samples: z.number().int().positive(),
+  production_parked_cache: z.number().int().positive(),
 });
 export type BenchConfig = z.infer<typeof configSchema>;
 

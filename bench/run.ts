@@ -31,6 +31,8 @@ import {
   type Section,
 } from './results';
 import { benchTemporal } from './temporal';
+import { benchWorkerProcess } from './worker-process';
+import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../src/worker-cache';
 import { startTemporalContext, type TemporalContext } from './temporal-context';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -45,6 +47,10 @@ const FULL: BenchConfig = {
   temporal_drain_workers: [1, 2, 4],
   production_episodes: 50,
   production_waiting: 100,
+  worker_start_runs: 3,
+  production_parked: 2_000,
+  production_parked_samples: 20,
+  production_parked_cache: DEFAULT_MAX_CACHED_WORKFLOWS,
 };
 
 const SMOKE: BenchConfig = {
@@ -57,6 +63,10 @@ const SMOKE: BenchConfig = {
   temporal_drain_workers: [1, 2],
   production_episodes: 2,
   production_waiting: 3,
+  worker_start_runs: 1,
+  production_parked: 8,
+  production_parked_samples: 2,
+  production_parked_cache: 4,
 };
 
 function log(message: string): void {
@@ -168,6 +178,16 @@ async function main(): Promise<number> {
         episodes: config.production_episodes,
         waiting: config.production_waiting,
         workDir: path.join(workDir, 'production'),
+        log,
+      }),
+    );
+    await section('production', async () =>
+      benchWorkerProcess(await temporal(), {
+        startRuns: config.worker_start_runs,
+        parked: config.production_parked,
+        samples: config.production_parked_samples,
+        cacheSize: config.production_parked_cache,
+        workDir: path.join(workDir, 'worker-process'),
         log,
       }),
     );

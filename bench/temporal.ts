@@ -259,8 +259,12 @@ async function waitForAll(store: FileEpisodeStore, count: number, status: string
   }
 }
 
-/** Epoch ms at which the worker process printed its start line (it polls right after). */
-export function workerReadyAt(child: ChildProcess, timeoutMs: number): Promise<number> {
+/** Epoch ms at which the worker process printed its start line, or `marker` (e.g. the SDK's RUNNING line). */
+export function workerReadyAt(
+  child: ChildProcess,
+  timeoutMs: number,
+  marker: RegExp = /worker: task queue/,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
@@ -268,7 +272,7 @@ export function workerReadyAt(child: ChildProcess, timeoutMs: number): Promise<n
     child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
-      if (out.includes('worker: task queue')) {
+      if (marker.test(out)) {
         clearTimeout(timer);
         resolve(Date.now());
       }

@@ -104,3 +104,8 @@ export function loadDemoSettings(env: NodeJS.ProcessEnv = process.env): DemoSett
   const parsed = demoEnvSchema.parse({ ...env, VENDOR_API_KEY: env.VENDOR_API_KEY || undefined });
   return { vendorApiKey: parsed.VENDOR_API_KEY, vendorPort: parsed.DEMO_VENDOR_PORT };
 }
+
+/** An empty variable counts as unset (`EPISODES_METRICS_ADDRESS=` turns metrics off): for z.preprocess. */
+export function unsetIfEmpty(value: unknown): unknown {
+  return value === '' ? undefined : value;
+}

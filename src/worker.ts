@@ -3,7 +3,7 @@
  * Connects with the TEMPORAL_* profile (src/temporal-connection.ts) and refuses to start on a namespace without the
  * search attributes the workflows set; SIGINT or SIGTERM drain in-flight tasks, then exit.
  */
-import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { Runtime, Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { loadConfig, type PipelineConfig } from './config';
 import { PipelineError } from './domain/errors';
@@ -12,13 +12,16 @@ import { vendorEndpointFromEnv } from './vendor-api/endpoint';
 import { openStore, prepareStore, storeApplicationName } from './store/open-store';
 import { connectNativeConnection, describeSettings, redactSecrets } from './temporal-connection';
 import { requireNamespaceReady } from './temporal-namespace';
+import { installTelemetry, loadTelemetryConfig } from './telemetry';
+import { workerCacheOptions } from './worker-cache';
+import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
-export function buildDeps(config: PipelineConfig = loadConfig()): ActivityDeps {
+export function buildDeps(config: PipelineConfig = loadConfig(), logger?: Logger): ActivityDeps {
   return {
     store: openStore({ applicationName: storeApplicationName('worker') }),
     // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
-    credentials: envCredentialsLoader(),
+    credentials: envCredentialsLoader(process.env, logger ? { warn: (message) => void logger.warn(message) } : {}),
     vendor: vendorEndpointFromEnv(),
     budgetCents: config.budgetCents,
   };
@@ -28,7 +31,9 @@ export async function createWorker(
   config: PipelineConfig,
   deps: ActivityDeps,
   extra: Partial<WorkerOptions> = {},
+  logger: Logger = Runtime.instance().logger,
 ): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const workflows = workflowSourceOptions(await resolveWorkflowSource(), logger);
   const connection = await connectNativeConnection(config.temporal);
   try {
     // Polling a namespace without EpisodeId/WeekId would leave every weekly run retrying its first task forever.
@@ -41,7 +46,8 @@ export async function createWorker(
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.taskQueue,
-    workflowsPath: require.resolve('./workflows'),
+    ...workflows,
+    ...workerCacheOptions(),
     activities: createActivities(deps),
     ...extra,
   });
@@ -49,12 +55,14 @@ export async function createWorker(
 }
 
 async function main(config: PipelineConfig): Promise<void> {
-  const deps = buildDeps(config);
+  // First: the Runtime (logger, metrics) must exist before any connection.
+  const logger = installTelemetry(loadTelemetryConfig());
+  const deps = buildDeps(config, logger);
   // Schema migrations and connectivity now, before polling: a store that is down is waited for (one line per attempt),
   // a misconfigured one fails the start, never the first activity.
   await prepareStore(deps.store, { onRetry: (line) => console.error(`worker: waiting for the store: ${line}`) });
-  const { worker, connection } = await createWorker(config, deps);
-  console.log(
+  const { worker, connection } = await createWorker(config, deps, {}, logger);
+  logger.info(
     `worker: task queue ${config.taskQueue} on ${describeSettings(config.temporal)}, ` + `${deps.store.description}`,
   );
   try {

@@ -8,6 +8,7 @@ import { ErrorType } from '../shared';
 import type { EpisodeStore } from '../store/episode-store';
 import { withFailureMapping } from './failures';
 import { withHeartbeat } from './heartbeat';
+import { countAllocation } from './metrics';
 
 export interface AllocateEpisodeInput {
   allocationKey: string;
@@ -47,12 +48,20 @@ export function createAllocationActivities(deps: { store: EpisodeStore }) {
       const { workflowExecution, namespace } = Context.current().info;
       return withHeartbeat(() =>
         withFailureMapping(async () => {
-          const result = await allocateEpisodeOn(deps.store, input, {
-            kind: 'workflow',
-            workflow_id: workflowExecution?.workflowId ?? '(none)',
-            run_id: workflowExecution?.runId ?? '(none)',
-            namespace,
-          });
+          let result;
+          try {
+            result = await allocateEpisodeOn(deps.store, input, {
+              kind: 'workflow',
+              workflow_id: workflowExecution?.workflowId ?? '(none)',
+              run_id: workflowExecution?.runId ?? '(none)',
+              namespace,
+            });
+          } catch (e) {
+            // refused: a business rule said no (for good); failed: a retryable store error (lock timeout, I/O).
+            if (e instanceof PipelineError) countAllocation(e.retryable ? 'failed' : 'refused', e.type);
+            throw e;
+          }
+          countAllocation(result.created ? 'created' : 'existing');
           await failpoint('allocation.before-return');
           return result;
         }),

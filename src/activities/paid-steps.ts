@@ -33,6 +33,7 @@ import type { VendorEndpoint } from '../vendor-api/endpoint';
 import { isVendorError } from '../vendor-api/vendor-error';
 import { withFailureMapping } from './failures';
 import { withHeartbeat } from './heartbeat';
+import { countBudgetRefusal, countCharge, countSubmission } from './metrics';
 
 export interface PaidStepDeps {
   store: EpisodeStore;
@@ -77,11 +78,11 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
     return { id: episodeId, state: await store.requireEpisode(episodeId) };
   }
 
-  function vendorClient(): Promise<VendorClient> {
+  function vendorClient(id: EpisodeId): Promise<VendorClient> {
     return createVendorClient(deps.credentials, {
       baseUrl: deps.vendor.baseUrl,
       timeoutMs: deps.vendor.timeoutMs,
-      logger: activityLogger(),
+      logger: activityLogger(id),
     });
   }
 
@@ -100,7 +101,8 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
   }
 
   async function needsReconciliation(id: EpisodeId, key: string, why: string): Promise<never> {
-    await saveStep(id, key, (r) => ({ ...r!, status: 'needs_reconciliation', error: why }));
+    const saved = await saveStep(id, key, (r) => ({ ...r!, status: 'needs_reconciliation', error: why }));
+    countSubmission('unknown', saved.steps[key]!.step);
     throw new PipelineError(
       ErrorType.SubmissionOutcomeUnknown,
       `${id} ${key}: ${why}; settle it with \`episodes reconcile ${id} --step ${key} (--remote-job J | --not-submitted)\``,
@@ -119,6 +121,12 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
     }));
     await failpoint('submission.reference-saved');
     return { remoteJobId: job.job_id };
+  }
+
+  /** An earlier attempt's job, found at the vendor by its idempotency key: adopted, never sent again. */
+  function found(id: EpisodeId, key: string, step: PaidStep, job: VendorJob) {
+    countSubmission('found_by_idempotency_key', step);
+    return saveReference(id, key, job);
   }
 
   /** Asks the vendor whether an earlier attempt created the job. Returns it, null (certainly not), or stops. */
@@ -143,15 +151,16 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
       throw new PipelineError(ErrorType.SubmissionOutcomeUnknown, `${id} ${key} is waiting for \`episodes reconcile\``);
     }
 
-    const client = await vendorClient();
+    const client = await vendorClient(id);
     if (record?.status === 'intent') {
       // An earlier attempt saved the intent and may have sent it: find out before sending anything.
       const job = await lookUp(client, id, key, ref);
-      if (job) return saveReference(id, key, job);
+      if (job) return found(id, key, input.step, job);
     } else {
       const quote = (await client.getPrices())[input.step];
       const committed = committedCents(state);
       if (committed + quote.amount_cents > deps.budgetCents) {
+        countBudgetRefusal(input.step);
         throw new PipelineError(
           ErrorType.BudgetExceeded,
           `${id} ${key}: quote ${quote.amount_cents} + committed ${committed} exceeds the budget of ${deps.budgetCents} cents`,
@@ -175,10 +184,11 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
         throw e;
       }
       const job = await lookUp(client, id, key, ref);
-      if (job) return saveReference(id, key, job);
+      if (job) return found(id, key, input.step, job);
       await saveStep(id, key, (r) => ({ ...r!, status: 'not_submitted', error: e.message }));
       throw new PipelineError(ErrorType.VendorUnavailable, `${e.message}; the vendor confirms it has no such job`);
     }
+    countSubmission('accepted', input.step);
     await failpoint('submission.accepted');
     return saveReference(id, key, accepted);
   }
@@ -194,7 +204,7 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
       return completed(record.remote_job_id, record.artifact, state);
     }
     if (record.status === 'needs_reconciliation') parked(id, key, record.error ?? 'needs reconciliation');
-    const client = await vendorClient();
+    const client = await vendorClient(id);
     const job = await pollUntilDone(client, record.remote_job_id, deps.pollIntervalMs ?? 200).catch(
       async (e: unknown) => {
         if (!(isVendorError(e) && e.operation === 'getJob' && e.status === 404)) throw e;
@@ -206,7 +216,7 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
     );
     if (job.status === 'failed' || !job.artifact_id) {
       // The vendor did the work and bills for it: the ledger must say so, then the step fails for good.
-      await store.updateEpisode(id, (s) => charge(s, key, record.remote_job_id!, null, 'failed'));
+      await chargeOnce(id, key, record.remote_job_id, null, 'failed');
       throw new PipelineError(ErrorType.VendorRejected, `${id} ${key}: vendor job ${job.job_id} failed`);
     }
     const artifact = await client.downloadArtifact(job.artifact_id);
@@ -220,9 +230,27 @@ export function createPaidStepActivities(deps: PaidStepDeps) {
     await ensureDirDurable(path.dirname(file));
     await writeFileDurable(file, artifact.bytes);
     await failpoint('submission.artifact-downloaded');
-    const next = await store.updateEpisode(id, (s) => charge(s, key, record.remote_job_id!, media, 'succeeded'));
+    const next = await chargeOnce(id, key, record.remote_job_id, media, 'succeeded');
     await failpoint('submission.ledger-written');
     return completed(record.remote_job_id, media, next);
+  }
+
+  /** Writes the charge (idempotent per remote job) and counts it only when this call added the ledger entry. */
+  async function chargeOnce(
+    id: EpisodeId,
+    key: string,
+    remoteJobId: string,
+    artifact: MediaFile | null,
+    status: 'succeeded' | 'failed',
+  ): Promise<EpisodeState> {
+    let added: LedgerEntry | undefined;
+    const next = await store.updateEpisode(id, (s) => {
+      const updated = charge(s, key, remoteJobId, artifact, status);
+      added = updated.ledger.length > s.ledger.length ? updated.ledger.at(-1) : undefined;
+      return updated;
+    });
+    if (added) countCharge(added.step, added.amount_cents, status);
+    return next;
   }
 
   return {
@@ -303,14 +331,15 @@ async function pollUntilDone(client: VendorClient, jobId: string, intervalMs: nu
   }
 }
 
-function activityLogger() {
+/** The activity's SDK logger (workflow and activity ids attached by the SDK) plus the episode. */
+function activityLogger(episodeId: EpisodeId) {
   const log = Context.current().log;
   return {
     debug(message: string, meta?: Record<string, unknown>): void {
-      log.debug(message, meta);
+      log.debug(message, { episodeId, ...meta });
     },
     warn(message: string, meta?: Record<string, unknown>): void {
-      log.warn(message, meta);
+      log.warn(message, { episodeId, ...meta });
     },
   };
 }

@@ -48,3 +48,8 @@ export const EPISODE_RUNS_TAGGED_PATCH = 'episode-runs-tagged';
 export function decisionUpdateId(episodeId: string, round: number, kind: 'approve' | 'rework', by: string): string {
   return `decision-${episodeId}-r${round}-${kind}-${by}`;
 }
+
+/** The episode a workflow ID belongs to (`episode-<id>` and its children), or undefined: log correlation only. */
+export function episodeIdOfWorkflowId(workflowId: string): string | undefined {
+  return /^episode-(\d{4}-W\d{2}-\d+)(?:-|$)/.exec(workflowId)?.[1];
+}

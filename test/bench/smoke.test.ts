@@ -26,6 +26,8 @@ function expectedRows(r: BenchResults): string[] {
     'temporal/drain/2',
     'production/overhead',
     'production/memory',
+    'production/worker-start',
+    'production/parked',
   ];
 }
 
@@ -66,9 +68,13 @@ describe('bench --smoke', function () {
         ? ['runs_per_s']
         : row.id === 'production/memory'
           ? ['rss_idle_mib', 'rss_waiting_mib']
-          : row.id.startsWith('contention/file')
-            ? ['p50_ms', 'p99_ms', 'allocs_per_s']
-            : ['p50_ms', 'p99_ms'];
+          : row.id === 'production/worker-start'
+            ? ['sources_p50_ms', 'bundle_p50_ms']
+            : row.id === 'production/parked'
+              ? ['rss_before_mib', 'rss_after_mib', 'evicted_p50_ms', 'cached_p50_ms']
+              : row.id.startsWith('contention/file')
+                ? ['p50_ms', 'p99_ms', 'allocs_per_s']
+                : ['p50_ms', 'p99_ms'];
       for (const name of wants) assert.ok(name in row.metrics, `${row.id} has ${name}`);
     }
     // Targets are computed (and reported as PASS or MISS), whatever they say.

@@ -1,0 +1,42 @@
+/**
+ * Business metrics, through the SDK's metric meter of the running activity: they reach the worker's Prometheus
+ * endpoint (EPISODES_METRICS_ADDRESS) with the SDK's own labels (namespace, task_queue, activity_type, workflow_type)
+ * and are a no-op when the worker exports no metrics. Every name, label and meaning is listed in docs/metrics.md.
+ */
+import { Context } from '@temporalio/activity';
+import type { MetricTags } from '@temporalio/common';
+import type { PaidStep } from '../domain/episode-state';
+
+export const MetricName = {
+  allocations: 'episodes_allocations',
+  vendorSubmissions: 'episodes_vendor_submissions',
+  charges: 'episodes_charges',
+  chargedCents: 'episodes_charged_cents',
+  budgetRefusals: 'episodes_budget_refusals',
+} as const;
+
+export type AllocationOutcome = 'created' | 'existing' | 'refused' | 'failed';
+/** accepted: the vendor took this attempt's submission; found: an earlier attempt's job, found by idempotency key. */
+export type SubmissionOutcome = 'accepted' | 'found_by_idempotency_key' | 'unknown';
+
+function count(name: string, description: string, value: number, tags: MetricTags): void {
+  Context.current().metricMeter.createCounter(name, undefined, description).add(value, tags);
+}
+
+export function countAllocation(outcome: AllocationOutcome, errorType = 'none'): void {
+  count(MetricName.allocations, 'episode allocations by outcome', 1, { outcome, error_type: errorType });
+}
+
+export function countSubmission(outcome: SubmissionOutcome, step: PaidStep): void {
+  count(MetricName.vendorSubmissions, 'vendor submissions by outcome', 1, { outcome, step });
+}
+
+/** Called once per ledger entry actually written: a retried charge of the same remote job counts nothing. */
+export function countCharge(step: PaidStep, cents: number, jobStatus: 'succeeded' | 'failed'): void {
+  count(MetricName.charges, 'vendor charges written to the ledger', 1, { step, job_status: jobStatus });
+  count(MetricName.chargedCents, 'cents charged, as written to the ledger', cents, { step, job_status: jobStatus });
+}
+
+export function countBudgetRefusal(step: PaidStep): void {
+  count(MetricName.budgetRefusals, 'submissions refused because the quote exceeds the budget', 1, { step });
+}

@@ -1,0 +1,129 @@
+/**
+ * The pre-built workflow bundle. `npm run build` runs `node dist/src/workflow-bundle.js build`, which bundles the
+ * compiled workflows once (webpack) into dist/workflow-bundle.js plus a manifest; the worker then loads that file
+ * instead of running webpack at every start. The bundle's sha256 is its build id.
+ *
+ * The manifest fingerprints every compiled source under dist/src and the SDK's workflow package: a bundle older than
+ * the code beside it (e.g. after a bare `tsc`) is never run. The worker then bundles from sources and says so.
+ */
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { bundleWorkflowCode, type Logger, type WorkerOptions } from '@temporalio/worker';
+import { z } from 'zod';
+import { unsetIfEmpty } from './config';
+
+const DIST = path.resolve(__dirname, '..');
+export const DEFAULT_BUNDLE_PATH = path.join(DIST, 'workflow-bundle.js');
+const WORKFLOWS_PATH = require.resolve('./workflows');
+
+const manifestSchema = z.object({
+  schema: z.literal('workflow-bundle/v1'),
+  code_sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  sources_sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  built_at: z.string(),
+});
+
+const envSchema = z.object({
+  /** A bundle file, or `off` to always bundle from sources (the bench's "before"). */
+  EPISODES_WORKFLOW_BUNDLE: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_BUNDLE_PATH)),
+});
+
+export type WorkflowSource =
+  { kind: 'bundle'; codePath: string; sha256: string } | { kind: 'sources'; workflowsPath: string; reason: string };
+
+export function manifestPath(codePath: string): string {
+  return codePath.replace(/\.js$/, '') + '.manifest.json';
+}
+
+const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+
+/** What the bundle was built from: every compiled file under dist/src and the SDK's workflow runtime version. */
+async function sourcesFingerprint(): Promise<string> {
+  const root = path.join(DIST, 'src');
+  const files = (await fs.readdir(root, { recursive: true })).filter((f) => f.endsWith('.js')).sort();
+  const hash = createHash('sha256');
+  for (const f of files)
+    hash
+      .update(`${f}\0`)
+      .update(await fs.readFile(path.join(root, f)))
+      .update('\0');
+  const sdk = require.resolve('@temporalio/workflow/package.json');
+  hash.update(await fs.readFile(sdk));
+  return hash.digest('hex');
+}
+
+export async function buildWorkflowBundle(codePath = DEFAULT_BUNDLE_PATH, logger?: Logger): Promise<string> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, ...(logger ? { logger } : {}) });
+  return writeWorkflowBundle(codePath, code);
+}
+
+/** Writes the code and its manifest (hash of the code, fingerprint of the sources it was built from). */
+export async function writeWorkflowBundle(codePath: string, code: string): Promise<string> {
+  await fs.writeFile(codePath, code);
+  const manifest: z.infer<typeof manifestSchema> = {
+    schema: 'workflow-bundle/v1',
+    code_sha256: sha256(code),
+    sources_sha256: await sourcesFingerprint(),
+    built_at: new Date().toISOString(),
+  };
+  await fs.writeFile(manifestPath(codePath), `${JSON.stringify(manifest, null, 2)}\n`);
+  return manifest.code_sha256;
+}
+
+/** The bundle when it is present and current, else the sources with the reason. Never throws for a bad bundle. */
+export async function resolveWorkflowSource(env: NodeJS.ProcessEnv = process.env): Promise<WorkflowSource> {
+  const codePath = envSchema.parse(env).EPISODES_WORKFLOW_BUNDLE;
+  const sources = (reason: string): WorkflowSource => ({ kind: 'sources', workflowsPath: WORKFLOWS_PATH, reason });
+  if (codePath === 'off') return sources('EPISODES_WORKFLOW_BUNDLE=off');
+  let code: Buffer;
+  let manifest: z.infer<typeof manifestSchema>;
+  try {
+    code = await fs.readFile(codePath);
+    manifest = manifestSchema.parse(JSON.parse(await fs.readFile(manifestPath(codePath), 'utf8')));
+  } catch (e) {
+    const missing = (e as NodeJS.ErrnoException).code === 'ENOENT';
+    return sources(missing ? `no pre-built bundle at ${codePath} (npm run build writes it)` : `unreadable ${codePath}`);
+  }
+  const codeHash = sha256(code);
+  if (codeHash !== manifest.code_sha256) return sources(`${codePath} does not match its manifest`);
+  if ((await sourcesFingerprint()) !== manifest.sources_sha256) {
+    return sources(`${codePath} is older than the compiled sources (run npm run build)`);
+  }
+  return { kind: 'bundle', codePath, sha256: codeHash };
+}
+
+/** Worker options for the source, and the start-up line that names it (the bundle's hash is its build id). */
+export function workflowSourceOptions(
+  source: WorkflowSource,
+  logger: Logger,
+): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  if (source.kind === 'bundle') {
+    logger.info(`worker: workflow bundle sha256 ${source.sha256}`, {
+      workflowBundleSha256: source.sha256,
+      path: source.codePath,
+    });
+    return { workflowBundle: { codePath: source.codePath } };
+  }
+  logger.warn(`worker: bundling workflows from sources at start: ${source.reason}`);
+  return { workflowsPath: source.workflowsPath };
+}
+
+if (require.main === module) {
+  const quiet = () => undefined;
+  const logger: Logger = {
+    log: quiet,
+    trace: quiet,
+    debug: quiet,
+    info: quiet,
+    warn: console.warn,
+    error: console.error,
+  };
+  buildWorkflowBundle(DEFAULT_BUNDLE_PATH, logger).then(
+    (hash) => console.log(`workflow bundle: ${path.relative(process.cwd(), DEFAULT_BUNDLE_PATH)} sha256 ${hash}`),
+    (e: unknown) => {
+      console.error('workflow bundle failed:', e);
+      process.exit(1);
+    },
+  );
+}
