@@ -31,54 +31,34 @@ import {
   type StoreTarget,
   type WorkerProcess,
 } from './helpers';
+import { FAILPOINT_NAMES, type FailpointName } from '../../src/failpoints';
 
-/** Every durable step of a weekly run, in the order a run meets them. `@n`: the n-th time the point is reached. */
-const POINTS = [
-  'allocation.lock-taken',
-  'allocation.decided',
-  'allocation.key-written',
-  'allocation.index-written',
-  'allocation.state-written',
-  'allocation.before-return',
-  'submission.intent-saved',
-  'submission.accepted',
-  'submission.reference-saved',
-  'submission.artifact-downloaded',
-  'submission.ledger-written',
+/** A failpoint, optionally `@n`: the n-th time the point is reached. */
+type Point = FailpointName | `${FailpointName}@${number}`;
+const stage = (prefix: string): FailpointName[] => FAILPOINT_NAMES.filter((n) => n.startsWith(prefix));
+
+/** Every durable step of a weekly run, in the order a run meets them (FAILPOINT_NAMES lists them in that order). */
+const POINTS: Point[] = [
+  ...stage('allocation.'),
+  ...stage('submission.'),
   // Production bookkeeping: the 2nd record is "awaiting approval" (stored, the workflow not told yet), the 3rd the
   // approval itself.
   'progress.recorded@2',
   'progress.recorded@3',
   // The third submission is the assembly, after approval: the paid path once an operator has acted.
   'submission.accepted@3',
-  'completion.state-written',
-  'completion.before-history',
-  'completion.after-history',
+  ...stage('completion.'),
   // Half-way through a durable file write (a torn temp file left behind): the 2nd write of a run is its week index,
   // the allocation's commit point; the 12th is a state write mid-production.
   'fs.write@2',
   'fs.write@12',
 ];
 /** The points a weekly run on the PostgreSQL store reaches (no index files, no durable-fs writes). */
-const POSTGRES_POINTS = [
-  'allocation.lock-taken',
-  'allocation.decided',
-  'allocation.state-written',
-  'allocation.before-return',
-  'submission.intent-saved',
-  'submission.accepted',
-  'submission.reference-saved',
-  'submission.artifact-downloaded',
-  'submission.ledger-written',
-  'progress.recorded@2',
-  'progress.recorded@3',
-  'submission.accepted@3',
-  'completion.state-written',
-  'completion.before-history',
-  'completion.after-history',
-];
+const POSTGRES_POINTS: Point[] = POINTS.filter(
+  (p) => !['allocation.key-written', 'allocation.index-written'].includes(p) && !p.startsWith('fs.write'),
+);
 /** In `npm test`: inside the allocation transaction, and the submission steps either side of the vendor's accept. */
-const POSTGRES_SUBSET = [
+const POSTGRES_SUBSET: Point[] = [
   'allocation.decided',
   'submission.intent-saved',
   'submission.reference-saved',
