@@ -2,7 +2,9 @@
  * `npm run histories:record`: runs fixed scenarios on a fresh dev server (vendor simulator over HTTP, file store in a
  * temp dir, the current workflow code) and writes every workflow's history as JSON to test/histories/<scenario>/.
  * Inputs are fixed (workflow IDs, weeks, decisions), so a re-recording differs only in timestamps and vendor job ids.
- * Re-record only to add new behaviour, never to make a failing replay pass (docs/architecture.md).
+ * Re-record only to add new behaviour, never to make a failing replay pass (docs/architecture.md): with
+ * `HISTORIES_SET=<name>` the recording goes beside the existing ones (`<scenario>.<name>/`, `manifest.<name>.json`)
+ * and overwrites nothing, so the histories of every earlier code version keep replaying.
  */
 import { execFileSync } from 'node:child_process';
 import { promises as fs, mkdtempSync } from 'node:fs';
@@ -24,7 +26,13 @@ import {
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
-import { approveSignal, requestReworkSignal, statusQuery } from '../../src/workflows/messages';
+import {
+  approveSignal,
+  approveUpdate,
+  requestReworkSignal,
+  requestReworkUpdate,
+  statusQuery,
+} from '../../src/workflows/messages';
 import { WORKFLOW_TEST_API_KEY, startTestVendor, testDeps } from '../helpers/deps';
 import { runCli } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
@@ -32,8 +40,16 @@ import { REPO_ROOT, createTestEnv, temporalCliPath, workflowBundle } from '../he
 import { until } from '../helpers/wait';
 
 export const HISTORIES_DIR = path.join(REPO_ROOT, 'test', 'histories');
+/** A later recording's name (`HISTORIES_SET`, lower-case words), or undefined for the first one. */
+const SET = process.env.HISTORIES_SET || undefined;
 
 async function main(): Promise<void> {
+  if (SET !== undefined && !/^[a-z0-9-]+$/.test(SET)) throw new Error(`HISTORIES_SET must be lower-case words: ${SET}`);
+  const manifestFile = path.join(HISTORIES_DIR, SET === undefined ? 'manifest.json' : `manifest.${SET}.json`);
+  // A set is recorded once: a second recording under the same name would replace evidence of what ran.
+  if (SET !== undefined && (await fs.stat(manifestFile).catch(() => undefined))) {
+    throw new Error(`${manifestFile} exists: record a new behaviour under a new HISTORIES_SET name`);
+  }
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
   const env = await createTestEnv();
@@ -53,11 +69,12 @@ async function main(): Promise<void> {
       { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
     );
     const history = JSON.parse(json) as { events: unknown[] };
-    const file = path.join(HISTORIES_DIR, scenario, `${workflowId}.json`);
+    const dirName = SET === undefined ? scenario : `${scenario}.${SET}`;
+    const file = path.join(HISTORIES_DIR, dirName, `${workflowId}.json`);
     await fs.mkdir(path.dirname(file), { recursive: true });
     await fs.writeFile(file, `${JSON.stringify(history, null, 2)}\n`);
     const { type } = await client.workflow.getHandle(workflowId).describe();
-    recorded.push({ scenario, workflowId, workflowType: type, events: history.events.length });
+    recorded.push({ scenario: dirName, workflowId, workflowType: type, events: history.events.length });
   }
 
   const operatorEnv = (vendorUrl: string) => ({
@@ -218,9 +235,20 @@ async function main(): Promise<void> {
       await parked.signal(requestReworkSignal, { notes: 'shorter', by: 'editor' });
       await awaitingApproval(parked, 1);
       await save('parked-at-approval', parked.workflowId);
+
+      // Decisions through the updates (a rework, then an approval), and a signal that arrives after the round closed.
+      const updateId = await allocate('rec-update', '2026-W37');
+      const byUpdate = await startProduction(client, updateId);
+      await awaitingApproval(byUpdate);
+      await byUpdate.executeUpdate(requestReworkUpdate, { args: [{ notes: 'brighter', by: 'editor' }] });
+      await awaitingApproval(byUpdate, 1);
+      await byUpdate.executeUpdate(approveUpdate, { args: [{ by: 'editor' }] });
+      await byUpdate.signal(approveSignal, { by: 'late-editor' });
+      await byUpdate.result();
+      await save('decisions-by-update', byUpdate.workflowId);
     });
     const manifest = { recordedOnCommit: commit, recordedAt: new Date().toISOString(), histories: recorded };
-    await fs.writeFile(path.join(HISTORIES_DIR, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    await fs.writeFile(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
     for (const r of recorded) console.log(`${r.scenario}/${r.workflowId}.json  ${r.workflowType}  ${r.events} events`);
   } finally {
     await vendor.close();
