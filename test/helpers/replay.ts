@@ -35,17 +35,28 @@ export interface ReplayOutcome {
   failure?: string;
 }
 
-/** Replays every history with one replay worker; a failure names the file and the first event that did not match. */
+/**
+ * Replays every history, one replay worker per recorded set (`<scenario>.<set>/`: a later recording reuses the same
+ * workflow IDs); a failure names the file and the first event that did not match.
+ */
 export async function replayAll(
   bundle: WorkflowBundleWithSourceMap,
   histories = recordedHistories(),
 ): Promise<ReplayOutcome[]> {
-  const byId = new Map(histories.map((h) => [h.workflowId, h]));
+  const sets = new Map<string, RecordedHistory[]>();
+  for (const h of histories) {
+    const set = h.file.split('/')[0]!.split('.')[1] ?? '';
+    sets.set(set, [...(sets.get(set) ?? []), h]);
+  }
   const outcomes: ReplayOutcome[] = [];
-  const iterable = histories.map((h) => ({ workflowId: h.workflowId, history: historyFromJSON(h.json) }));
-  for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, replayName: 'recorded' }, iterable)) {
-    const h = byId.get(r.workflowId)!;
-    outcomes.push({ file: h.file, failure: r.error ? describeFailure(h, r.error) : undefined });
+  for (const [set, group] of sets) {
+    const byId = new Map(group.map((h) => [h.workflowId, h]));
+    const iterable = group.map((h) => ({ workflowId: h.workflowId, history: historyFromJSON(h.json) }));
+    const replayName = set ? `recorded.${set}` : 'recorded';
+    for await (const r of Worker.runReplayHistories({ workflowBundle: bundle, replayName }, iterable)) {
+      const h = byId.get(r.workflowId)!;
+      outcomes.push({ file: h.file, failure: r.error ? describeFailure(h, r.error) : undefined });
+    }
   }
   return outcomes;
 }

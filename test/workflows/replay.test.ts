@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { recordedHistories, replayAll, type ReplayOutcome } from '../helpers/replay';
+import { EPISODE_RUNS_TAGGED_PATCH } from '../../src/domain/names';
 import { workflowBundle } from '../helpers/temporal';
 
 describe('recorded histories replay against the current workflow code', function () {
@@ -31,6 +32,18 @@ describe('recorded histories replay against the current workflow code', function
       assert.ok(scenarios.has(s), `no recorded history for ${s}`);
     }
     assert.equal(outcomes.length, histories.length, 'every file was replayed');
+  });
+
+  it('holds both branches of the episode-runs-tagged patch: the first recording without it, the later one with it', () => {
+    const marker = Buffer.from(JSON.stringify(EPISODE_RUNS_TAGGED_PATCH)).toString('base64');
+    const patched = (h: (typeof histories)[number]) =>
+      h.json.events.some((e) => e.eventType.includes('MARKER_RECORDED') && JSON.stringify(e).includes(marker));
+    const setOf = (h: (typeof histories)[number]) => h.file.split('/')[0]!.split('.')[1];
+    const later = histories.filter((h) => setOf(h) === 'tagged');
+    const first = histories.filter((h) => setOf(h) === undefined);
+    assert.ok(first.length >= 14, 'the first recording is there');
+    assert.ok(later.filter(patched).length >= 8, 'the later recording took the patched branch');
+    assert.equal(first.filter(patched).length, 0, 'the first recording predates the patch');
   });
 
   for (const h of histories) {
