@@ -44,8 +44,16 @@ export interface PipelineConfig {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipelineConfig {
   const parsed = envSchema.parse(env);
+  let temporal: TemporalSettings | undefined;
   return {
-    temporal: loadTemporalSettings(env, parsed.EPISODES_CONNECT_TIMEOUT_MS),
+    // The Temporal profile (a TOML file, perhaps in a home directory this user cannot read) is loaded when something
+    // connects, not before: `plan`, `list`, `show` and `verify` never need it and must not fail on it.
+    get temporal(): TemporalSettings {
+      return (temporal ??= loadTemporalSettings(env, parsed.EPISODES_CONNECT_TIMEOUT_MS));
+    },
+    set temporal(value: TemporalSettings) {
+      temporal = value;
+    },
     taskQueue: parsed.EPISODES_TASK_QUEUE,
     timezone: parseTimeZone(parsed.PIPELINE_TIMEZONE),
     budgetCents: parsed.EPISODE_BUDGET_CENTS,

@@ -11,9 +11,14 @@ export class CliContext {
   private client?: Client;
   private connection?: Connection;
   private store?: EpisodeStore;
-  readonly config: PipelineConfig = loadConfig();
+  private loadedConfig?: PipelineConfig;
 
   constructor(private readonly program: Command) {}
+
+  /** Read at first use, so that `--help` and a usage error never depend on the environment being valid. */
+  get config(): PipelineConfig {
+    return (this.loadedConfig ??= loadConfig());
+  }
 
   get dataDir(): string {
     const opts = this.program.opts<{ dataDir?: string }>();

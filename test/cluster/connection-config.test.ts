@@ -49,7 +49,8 @@ describe('Temporal connection configuration', () => {
     const blank = loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod', TEMPORAL_ADDRESS: '' }).temporal;
     assert.equal(blank.address, 'prod.example:7233');
     assert.throws(
-      () => loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'nope' }),
+      // Loaded at first use (a command that never connects never reads the profile), refused then.
+      () => loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'nope' }).temporal,
       /Profile 'nope' not found/,
     );
   });
