@@ -1,8 +1,9 @@
 /**
  * Prompt handoff for the file store's directory locks (see pipeline-lock.ts). Each process listens on one local socket
  * for its whole life. A holder names itself in its lock directory (`holder-<pid>-<token>-<n>`); a waiter connects to
- * the holder's socket and says which holding it waits for and since when. On release the holder tells the longest
- * waiting one to go (rough FIFO across processes), and the others once that one has the lock. A connection the holder
+ * the holder's socket and says which holding it waits for, since when, and the name it will hold the lock under. On
+ * release the holder tells the longest waiting one to go (rough FIFO across processes), and the others to queue at
+ * that one's socket (`m <name>`), so that they never make a lock attempt that can only fail. A connection the holder
  * closes without a word means its process died (the kernel closed the socket): the waiter may take over at once.
  *
  * Linux: abstract socket names (nothing on disk, gone with the process). Elsewhere (macOS): a socket file in the
@@ -27,9 +28,17 @@ export interface HolderName {
 
 export type WaitOutcome = 'go' | 'moved' | 'died' | 'timeout' | 'unreachable';
 
+export interface WaitResult {
+  outcome: WaitOutcome;
+  /** With `moved`: the process the lock goes to next, to queue at. */
+  next?: HolderName;
+}
+
 interface Waiter {
   socket: net.Socket;
   arrival: number;
+  /** The name the waiter will hold the lock under, if it said. */
+  entry: string | undefined;
 }
 
 const token = randomBytes(8).toString('hex');
@@ -73,10 +82,13 @@ export function handOff(holdingId: string): Promise<void> {
   const waiters = holdings.get(holdingId) ?? [];
   holdings.delete(holdingId);
   const [first, ...rest] = [...waiters].sort((a, b) => a.arrival - b.arrival);
-  const others = () => {
-    for (const w of rest) w.socket.end('m\n');
-  };
   if (!first) return Promise.resolve();
+  // The others queue at the successor at once; one that named no successor is told to look again once it has the lock.
+  const successor = first.entry && parseHolderEntry(first.entry)?.address ? first.entry : undefined;
+  if (successor) for (const w of rest) w.socket.end(`m ${successor}\n`);
+  const others = () => {
+    if (!successor) for (const w of rest) w.socket.end('m\n');
+  };
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
@@ -97,32 +109,41 @@ export function abandon(holdingId: string): void {
 
 /**
  * Waits until the holder tells this process to go or to look again, or dies, or `maxMs` passes. `arrival` orders the
- * waiters (epoch ms, fractional).
+ * waiters (epoch ms, fractional); `self` is the name this process will hold the lock under, so that the holder can send
+ * the other waiters to queue behind it.
  */
-export function waitForHolder(holder: HolderName, arrival: number, maxMs: number): Promise<WaitOutcome> {
+export function waitForHolder(
+  holder: HolderName,
+  arrival: number,
+  maxMs: number,
+  self?: HolderName,
+): Promise<WaitResult> {
   const address = holder.address;
-  if (!address) return Promise.resolve('unreachable');
+  if (!address) return Promise.resolve({ outcome: 'unreachable' });
   return new Promise((resolve) => {
     let connected = false;
-    let outcome: WaitOutcome | undefined;
     const socket = net.connect(address);
-    const finish = (o: WaitOutcome) => {
-      outcome ??= o;
+    const finish = (result: WaitResult) => {
       clearTimeout(timer);
+      resolve(result);
       socket.destroy();
     };
-    const timer = setTimeout(() => finish('timeout'), maxMs);
+    const timer = setTimeout(() => finish({ outcome: 'timeout' }), maxMs);
     socket.setEncoding('utf8');
     socket.on('connect', () => {
       connected = true;
-      socket.write(`${holder.holdingId} ${arrival}\n`);
+      socket.write(`${holder.holdingId} ${arrival}${self?.address ? ` ${self.entry}` : ''}\n`);
     });
-    socket.on('data', (d: string) => finish(d.startsWith('g') ? 'go' : 'moved'));
+    socket.on('data', (d: string) => {
+      if (d.startsWith('g')) return finish({ outcome: 'go' });
+      const next = parseHolderEntry(d.slice(1).trim());
+      finish(next?.address ? { outcome: 'moved', next } : { outcome: 'moved' });
+    });
     socket.on('error', () => undefined);
     // A connection that ends without a word: the holder's process is gone (it never closes one silently).
     socket.on('close', () => {
       clearTimeout(timer);
-      resolve(outcome ?? (connected ? 'died' : 'unreachable'));
+      resolve({ outcome: connected ? 'died' : 'unreachable' });
     });
   });
 }
@@ -151,13 +172,13 @@ function accept(socket: net.Socket): void {
   socket.on('data', (d: string) => {
     line += d;
     if (!line.includes('\n')) return;
-    const [holdingId, arrival] = line.trim().split(' ');
+    const [holdingId, arrival, entry] = line.trim().split(' ');
     const waiters = holdings.get(holdingId ?? '');
     if (!waiters) {
       socket.end('m\n'); // released already, or never ours
       return;
     }
-    const waiter = { socket, arrival: Number(arrival) };
+    const waiter = { socket, arrival: Number(arrival), entry: entry && isHolderEntry(entry) ? entry : undefined };
     waiters.push(waiter);
     socket.once('close', () => {
       const i = waiters.indexOf(waiter);

@@ -114,46 +114,73 @@ export class DirectoryLock {
     const mode = this.options.unsafeWaitForTests;
     const arrival = performance.timeOrigin + performance.now();
     let movedBy: string | undefined;
-    for (let attempt = 0; ; attempt++) {
-      const holder = await nextHolderName();
-      const takeover = takeoverSafeFs(this.lockPath, holder.entry, stale);
-      try {
-        const release = await lockfile.lock(this.lockPath, {
-          lockfilePath: this.lockPath,
-          realpath: false,
-          stale,
-          update: Math.max(1000, Math.floor(this.options.staleMs / 4)),
-          retries: 0,
-          onCompromised,
-          fs: takeover.fs,
-        });
-        return {
-          holder,
-          release: async () => {
-            takeover.releasing = true;
-            await release().catch(() => undefined);
-            return mode === 'poll' ? abandon(holder.holdingId) : handOff(holder.holdingId);
-          },
-        };
-      } catch (e) {
-        abandon(holder.holdingId);
-        if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') {
-          throw new PipelineError(ErrorType.StorageFailure, `cannot take ${this.what} ${this.lockPath}: ${String(e)}`);
-        }
+    // Kept across failed attempts: waiters sent to queue behind this process find it under this name.
+    let holder: HolderName | undefined;
+    // A holder that released the lock named the process it went to: wait there rather than try the lock.
+    let successor: HolderName | undefined;
+    try {
+      for (let attempt = 0; ; attempt++) {
         const left = deadline - Date.now();
         if (left <= 0) throw this.timeout();
+        if (successor && mode !== 'poll') {
+          const next = successor;
+          const { outcome, next: after } = await waitForHolder(next, arrival, Math.min(RECHECK_MS, left), holder);
+          // Told to go, to look again, or timed out: try the lock. Sent on again: queue there. Died: it may have
+          // taken the lock first, so the usual takeover (which does nothing if it never did).
+          successor = outcome === 'moved' ? after : undefined;
+          if (outcome === 'died' && mode !== 'no-death-detection') {
+            await removeIfHolderStill(this.lockPath, next.entry, stale);
+          }
+          continue;
+        }
+        holder ??= await nextHolderName();
+        const takeover = takeoverSafeFs(this.lockPath, holder.entry, stale);
+        try {
+          const release = await lockfile.lock(this.lockPath, {
+            lockfilePath: this.lockPath,
+            realpath: false,
+            stale,
+            update: Math.max(1000, Math.floor(this.options.staleMs / 4)),
+            retries: 0,
+            onCompromised,
+            fs: takeover.fs,
+          });
+          const held = holder;
+          holder = undefined;
+          return {
+            holder: held,
+            release: async () => {
+              takeover.releasing = true;
+              await release().catch(() => undefined);
+              return mode === 'poll' ? abandon(held.holdingId) : handOff(held.holdingId);
+            },
+          };
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') {
+            throw new PipelineError(
+              ErrorType.StorageFailure,
+              `cannot take ${this.what} ${this.lockPath}: ${String(e)}`,
+            );
+          }
+        }
         const current = mode === 'poll' ? undefined : currentHolder(this.lockPath);
-        const outcome = current ? await waitForHolder(current, arrival, Math.min(RECHECK_MS, left)) : 'unreachable';
+        const { outcome, next } = current
+          ? await waitForHolder(current, arrival, Math.min(RECHECK_MS, Math.max(0, deadline - Date.now())), holder)
+          : { outcome: 'unreachable' as const, next: undefined };
+        successor = next;
         if (outcome === 'died' && mode !== 'no-death-detection') {
           await removeIfHolderStill(this.lockPath, current!.entry, stale);
-        } else if (outcome === 'unreachable' || (outcome === 'moved' && movedBy === current?.entry)) {
+        } else if (!next && (outcome === 'unreachable' || (outcome === 'moved' && movedBy === current?.entry))) {
           // No holder to listen to (one from before the handoff, dead on arrival, or out of reach): poll, as before.
           const wait = Math.min(50, 2 + attempt) * (0.5 + Math.random());
-          await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)));
+          await new Promise((resolve) => setTimeout(resolve, Math.min(wait, Math.max(0, deadline - Date.now()))));
         }
         // Told twice by the same holder to look again, yet it still holds the lock: poll rather than spin.
         movedBy = outcome === 'moved' ? current?.entry : undefined;
       }
+    } finally {
+      // Not taken (timed out, or failed): waiters queued behind this process look again.
+      if (holder) abandon(holder.holdingId);
     }
   }
 
