@@ -1,13 +1,21 @@
 /**
- * One contending OS process: waits for a shared start instant, then allocates `count` new keys into one week through
- * the activity's code path (`allocateEpisodeOn`), timing each. The store comes from the environment, as for a worker.
- * Usage: node dist/bench/alloc-proc.js <startAtEpochMs> <count> <keyPrefix> <week>
+ * One contending OS process: warms up, waits at a shared barrier, then allocates `count` new keys into one week
+ * through the activity's code path (`allocateEpisodeOn`), timing each. The store comes from the environment, as for a
+ * worker.
+ * Usage: node dist/bench/alloc-proc.js <barrierDir> <count> <keyPrefix> <week> <warmupCount> <warmupWeek>
+ * Warm-up: `warmupCount` keys into `warmupWeek` first, so that the race measures JIT-compiled code in every process
+ * (a short-lived process spends its first few hundred allocations in V8's slower tiers), then the lock totals are
+ * reset. Barrier: the process writes `<barrierDir>/ready-<keyPrefix>`, waits for `<barrierDir>/go`, which holds the
+ * start instant (epoch ms), and starts then.
  * Prints one JSON object: { outcomes, latenciesMs, requestedAt, startedAt, endedAt, lock } (epoch ms; `lock`: the
- * lock's own totals in this process).
+ * lock's own totals in this process, warm-up excluded).
  */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { allocateEpisodeOn } from '../src/activities/allocation';
 import { isPipelineError } from '../src/domain/errors';
 import { openStore } from '../src/store/open-store';
+import type { EpisodeStore } from '../src/store/episode-store';
 import { lockTotals, type LockTotals } from './lock-profile';
 import type { AllocOutcome } from '../test/helpers/alloc-client';
 
@@ -21,10 +29,33 @@ export interface AllocProcReport {
   lock: LockTotals;
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+async function warmUp(store: EpisodeStore, prefix: string, count: number, week: string): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    await allocateEpisodeOn(
+      store,
+      { allocationKey: `${prefix}-warm-${i}`, weekId: week },
+      { kind: 'test', note: 'warm-up' },
+    );
+  }
+  Object.assign(lockTotals, { acquisitions: 0, waitedMs: 0, heldMs: 0 } satisfies LockTotals);
+}
+
+/** Ready, then the start instant the parent writes into `go` once every process is ready. */
+async function barrier(dir: string, prefix: string): Promise<void> {
+  writeFileSync(path.join(dir, `ready-${prefix}`), '');
+  const go = path.join(dir, 'go');
+  while (!existsSync(go)) await sleep(1);
+  // The parent writes the file by rename, so it is never seen half-written.
+  await sleep(Number(readFileSync(go, 'utf8')) - Date.now());
+}
+
 async function main(): Promise<void> {
-  const [startAt, count, prefix, week] = process.argv.slice(2);
+  const [barrierDir, count, prefix, week, warmupCount, warmupWeek] = process.argv.slice(2);
   const store = openStore();
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(startAt) - Date.now())));
+  await warmUp(store, prefix!, Number(warmupCount ?? 0), warmupWeek!);
+  await barrier(barrierDir!, prefix!);
   const report: AllocProcReport = {
     outcomes: [],
     latenciesMs: [],

@@ -72,6 +72,8 @@ export const configSchema = z.strictObject({
   allocation_rounds: z.number().int().positive(),
   contention_processes: z.number().int().positive(),
   contention_per_process: z.number().int().positive(),
+  contention_warmup: z.number().int().nonnegative(),
+  contention_rounds: z.number().int().positive(),
   temporal_latency_pairs: z.number().int().positive(),
   temporal_backfill_runs: z.number().int().positive(),
   temporal_drain_workers: z.array(z.number().int().positive()),

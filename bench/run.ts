@@ -42,6 +42,8 @@ const FULL: BenchConfig = {
   allocation_rounds: 300,
   contention_processes: 4,
   contention_per_process: 250,
+  contention_warmup: 100,
+  contention_rounds: 7,
   temporal_latency_pairs: 200,
   temporal_backfill_runs: 200,
   temporal_drain_workers: [1, 2, 4],
@@ -58,6 +60,8 @@ const SMOKE: BenchConfig = {
   allocation_rounds: 5,
   contention_processes: 4,
   contention_per_process: 5,
+  contention_warmup: 0,
+  contention_rounds: 1,
   temporal_latency_pairs: 4,
   temporal_backfill_runs: 6,
   temporal_drain_workers: [1, 2],
@@ -159,6 +163,8 @@ async function main(): Promise<number> {
       benchContention({
         processes: config.contention_processes,
         perProcess: config.contention_per_process,
+        warmup: config.contention_warmup,
+        rounds: config.contention_rounds,
         workDir: path.join(workDir, 'contention'),
       }),
     );

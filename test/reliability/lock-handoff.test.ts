@@ -11,8 +11,7 @@ import { existsSync, promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
-import type { AllocProcReport } from '../../bench/alloc-proc';
-import { overtakes } from '../../bench/contention';
+import { overtakes, raceAllocations } from '../../bench/contention';
 import type { AllocOutcome } from '../helpers/alloc-client';
 import { collect, runNode, spawnNode } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
@@ -43,21 +42,16 @@ describe('lock handoff between processes', function () {
 
   it(`fairness: ${PROCESSES} processes x ${PER_PROCESS}, no allocation overtaken by more than ${MAX_OVERTAKES} later arrivals`, async () => {
     const dir = tempDir();
-    const startAt = Date.now() + 1_500;
-    const runs = await Promise.all(
-      Array.from({ length: PROCESSES }, (_, p) =>
-        runNode('bench/alloc-proc.js', [String(startAt), String(PER_PROCESS), `fair-p${p}`, '2026-W32'], {
-          EPISODES_DATA_DIR: dir,
-          EPISODES_STORE_URL: '',
-          // A hold long enough that every process is waiting at each handoff, on any machine.
-          EPISODES_FAILPOINTS: 'allocation.decided=delay:3',
-          ...proofEnv,
-        }),
-      ),
-    );
-    const reports = runs.map((r) => {
-      assert.equal(r.code, 0, r.stderr);
-      return JSON.parse(r.stdout) as AllocProcReport;
+    const { reports } = await raceAllocations({
+      dataDir: dir,
+      processes: PROCESSES,
+      perProcess: PER_PROCESS,
+      week: '2026-W32',
+      warmup: 0,
+      prefix: 'fair',
+      // A hold long enough that every process is waiting at each handoff, on any machine.
+      env: { EPISODES_FAILPOINTS: 'allocation.decided=delay:3', ...proofEnv },
+      timeoutMs: 100_000,
     });
     const sequences = reports.flatMap((r) => r.outcomes.map((o) => ('episodeId' in o ? o.episodeId : o.error)));
     assert.equal(new Set(sequences).size, PROCESSES * PER_PROCESS, 'every allocation got its own episode');
