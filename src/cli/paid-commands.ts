@@ -70,10 +70,12 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
     .description('approve the cut of the current round (update `approve`; answers accepted or refused, with why)')
     .argument('<episode_id>')
     .option('--by <name>', 'who approves', os.userInfo().username)
-    .action(async (raw: string, opts: { by: string }) => {
+    .option('--round <n>', ROUND_HELP)
+    .action(async (raw: string, opts: { by: string; round?: string }) => {
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
+      const pinned = parseRound(opts.round);
       const { id } = await existing(raw);
-      const d = await decide(await ctx.getClient(), id, 'approve', by, (h, round, updateId) =>
+      const d = await decide(await ctx.getClient(), id, 'approve', by, pinned, (h, round, updateId) =>
         h.executeUpdate(approveUpdate, { args: [{ by, round }], updateId }),
       );
       console.log(`${id}: round ${d.round} approved by ${d.by} (${productionWorkflowId(id)})`);
@@ -85,11 +87,13 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
     .argument('<episode_id>')
     .requiredOption('--notes <text>', 'what to change')
     .option('--by <name>', 'who asks', os.userInfo().username)
-    .action(async (raw: string, opts: { notes: string; by: string }) => {
+    .option('--round <n>', ROUND_HELP)
+    .action(async (raw: string, opts: { notes: string; by: string; round?: string }) => {
       const notes = checked(ErrorType.InvalidInput, notesProblem(opts.notes.trim()), opts.notes.trim());
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
+      const pinned = parseRound(opts.round);
       const { id } = await existing(raw);
-      const d = await decide(await ctx.getClient(), id, 'rework', by, (h, round, updateId) =>
+      const d = await decide(await ctx.getClient(), id, 'rework', by, pinned, (h, round, updateId) =>
         h.executeUpdate(requestReworkUpdate, { args: [{ notes, by, round }], updateId }),
       );
       console.log(`${id}: rework of round ${d.round} requested by ${d.by} (${productionWorkflowId(id)})`);
@@ -225,21 +229,37 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
 
 type ProductionHandle = ReturnType<Client['workflow']['getHandle']>;
 
+const ROUND_HELP =
+  'the round you reviewed (`episodes status` shows it): the decision is for that round only, and a retry after ' +
+  'it was taken gets the first answer back, even once the next round is open (default: the current round)';
+
+/** `--round`: a round number as `episodes status` prints it, or undefined when not given. */
+function parseRound(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const problem = /^(0|[1-9]\d{0,3})$/.test(raw)
+    ? undefined
+    : `--round must be a round number (0, 1, 2 ...), got ${JSON.stringify(raw)}`;
+  return Number(checked(ErrorType.InvalidInput, problem, raw));
+}
+
 /**
  * One decision as an update with an ID derived from episode, round, kind and approver: a retried call gets the first
- * answer back, a refused one exits with the workflow's reason. The round is the one the production waits in; if it
- * has already moved on after this approver's own decision (a retry), that decision's round.
+ * answer back, a refused one exits with the workflow's reason. The round is `pinned` when the operator named it
+ * (the workflow refuses a decision for any other round); otherwise the one the production waits in, or, if it has
+ * already moved on after this approver's own decision (a retry), that decision's round. Only the pinned form is safe
+ * for a rework retried after its new round has opened: unpinned, that retry is a decision for the new round.
  */
 async function decide(
   client: Client,
   id: EpisodeId,
   kind: DecisionKind,
   by: string,
+  pinned: number | undefined,
   send: (h: ProductionHandle, round: number, updateId: string) => Promise<AcceptedDecision>,
 ): Promise<AcceptedDecision> {
   const handle = client.workflow.getHandle(productionWorkflowId(id));
   try {
-    const round = decisionRound(await handle.query(statusQuery), kind, by);
+    const round = pinned ?? decisionRound(await handle.query(statusQuery), kind, by);
     return await send(handle, round, decisionUpdateId(id, round, kind, by));
   } catch (e) {
     if (e instanceof WorkflowNotFoundError) {

@@ -178,6 +178,34 @@ describe('approvals that answer, late signals, UI details, one search per episod
     });
   });
 
+  it('a rework retried with --round after its new round opened gets the first answer, not a second paid rework', async () => {
+    await t.withWorker(async () => {
+      const [id, h] = await startProduction('rework-retry');
+      await awaitingApproval(h);
+      const bad = await cli('rework', id, '--notes', 'warmer', '--by', 'editor', '--round', 'one');
+      assert.equal(bad.code, 2, bad.stderr);
+      assert.match(bad.stderr, /^episodes: InvalidInput: --round must be a round number/);
+      const first = await cli('rework', id, '--notes', 'warmer', '--by', 'editor', '--round', '0');
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(first.stdout, /rework of round 0 requested by editor/);
+      await awaitingApproval(h, 1);
+      // The operator's retry (a lost answer, say) once round 1 waits for a decision.
+      const retried = await cli('rework', id, '--notes', 'warmer', '--by', 'editor', '--round', '0');
+      assert.equal(retried.code, 0, retried.stderr);
+      assert.equal(retried.stdout, first.stdout, 'the same answer');
+      const s = await h.query(statusQuery);
+      assert.equal(s.reworkRound, 1, 'no second rework round');
+      assert.deepEqual(s.decisions, [{ round: 0, kind: 'rework', by: 'editor' }]);
+      // A decision pinned to a round that is not open is refused, and changes nothing.
+      const stale = await cli('approve', id, '--by', 'other', '--round', '0');
+      assert.equal(stale.code, 1, stale.stderr);
+      assert.match(stale.stderr, /^episodes: InvalidState: refused by episode-/);
+      assert.equal((await cli('approve', id, '--by', 'editor', '--round', '1')).code, 0);
+      assert.equal((await h.result()).outcome, 'completed');
+      await assertChargedOnce(id, ['video', 'cover', 'rework', 'assembly']);
+    });
+  });
+
   it('one search lists the weekly run, the production and every step; the UI gets summaries, details and descriptions', async () => {
     await t.withWorker(async () => {
       const weekly = await t.env.client.workflow.execute(weeklyEpisodeWorkflow, {
