@@ -18,6 +18,7 @@ import { openStore } from '../src/store/open-store';
 import type { EpisodeStore } from '../src/store/episode-store';
 import { lockTotals, type LockTotals } from './lock-profile';
 import type { AllocOutcome } from '../test/helpers/alloc-client';
+import { sleep } from '../test/helpers/wait';
 
 export interface AllocProcReport {
   outcomes: AllocOutcome[];
@@ -28,8 +29,6 @@ export interface AllocProcReport {
   endedAt: number;
   lock: LockTotals;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 async function warmUp(store: EpisodeStore, prefix: string, count: number, week: string): Promise<void> {
   for (let i = 0; i < count; i++) {
@@ -48,7 +47,7 @@ async function barrier(dir: string, prefix: string): Promise<void> {
   const go = path.join(dir, 'go');
   while (!existsSync(go)) await sleep(1);
   // The parent writes the file by rename, so it is never seen half-written.
-  await sleep(Number(readFileSync(go, 'utf8')) - Date.now());
+  await sleep(Math.max(0, Number(readFileSync(go, 'utf8')) - Date.now()));
 }
 
 async function main(): Promise<void> {

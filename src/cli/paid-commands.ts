@@ -229,6 +229,9 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
 
 type ProductionHandle = ReturnType<Client['workflow']['getHandle']>;
 
+/** A round number as the CLI takes it, alone (`--round 1`) or in a step key (`rework-r1`). */
+const ROUND_NUMBER = String.raw`(0|[1-9]\d{0,3})`;
+
 const ROUND_HELP =
   'the round you reviewed (`episodes status` shows it): the decision is for that round only, and a retry after ' +
   'it was taken gets the first answer back, even once the next round is open (default: the current round)';
@@ -236,7 +239,7 @@ const ROUND_HELP =
 /** `--round`: a round number as `episodes status` prints it, or undefined when not given. */
 function parseRound(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
-  const problem = /^(0|[1-9]\d{0,3})$/.test(raw)
+  const problem = new RegExp(`^${ROUND_NUMBER}$`).test(raw)
     ? undefined
     : `--round must be a round number (0, 1, 2 ...), got ${JSON.stringify(raw)}`;
   return Number(checked(ErrorType.InvalidInput, problem, raw));
@@ -289,7 +292,7 @@ function checked(type: ErrorType, problem: string | undefined, value: string): s
 }
 
 export function parseStep(raw: string): { step: PaidStep; round: number } {
-  const m = /^(video|cover|rework|assembly)(?:-r(0|[1-9]\d{0,3}))?$/.exec(raw);
+  const m = new RegExp(`^(video|cover|rework|assembly)(?:-r${ROUND_NUMBER})?$`).exec(raw);
   if (!m)
     throw new PipelineError(ErrorType.InvalidInput, `invalid step ${JSON.stringify(raw)}: expected e.g. video-r0`);
   return { step: m[1] as PaidStep, round: Number(m[2] ?? 0) };
