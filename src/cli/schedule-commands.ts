@@ -27,6 +27,12 @@ export interface WeeklyScheduleParams {
   workflowIdBase?: string;
   /** Replaces the Monday 09:00 calendar (tests use denser specs). */
   spec?: ScheduleOptions['spec'];
+  /**
+   * Creates the schedule already paused, with this note: it then only runs what is backfilled or triggered. Pausing
+   * right after creating leaves a window in which the spec can fire, and a pause sent just before a backfill can be
+   * lost on the dev server (docs/reliability.md).
+   */
+  pausedNote?: string;
 }
 
 export function weeklyScheduleOptions(p: WeeklyScheduleParams): ScheduleOptions {
@@ -41,6 +47,8 @@ export function weeklyScheduleOptions(p: WeeklyScheduleParams): ScheduleOptions 
       args: [{ timezone: p.timezone }],
     },
     policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL, catchupWindow: '1 day' },
+    // Only when asked: the definition hash of `ensureWeeklySchedule` must not change for existing schedules.
+    ...(p.pausedNote === undefined ? {} : { state: { paused: true, note: p.pausedNote } }),
   };
 }
 

@@ -135,9 +135,9 @@ async function main(): Promise<void> {
           timezone: 'UTC',
           workflowIdBase: 'rec-weekly',
           spec: { intervals: [{ every: '1 hour' }] },
+          pausedNote: 'driven by backfill',
         }),
       );
-      await schedule.pause('driven by backfill');
       await schedule.backfill({ start: new Date('2026-08-04T08:59:59Z'), end: new Date('2026-08-04T09:00:01Z') });
       const [run] = await waitForScheduledRuns(client, 'rec-weekly', 1);
       const weekly = await client.workflow.getHandle<typeof weeklyEpisodeWorkflow>(run!.workflowId).result();

@@ -161,9 +161,9 @@ for (const kind of STORE_KINDS) {
           timezone: 'UTC',
           workflowIdBase: scheduleId,
           spec: { intervals: [{ every: '10 minutes' }] },
+          pausedNote: 'driven by backfill and trigger',
         }),
       );
-      await schedule.pause('driven by backfill and trigger');
 
       // All started within seconds: one backfill request with the three weeks, then the triggers. Each schedule request
       // waits until the scheduler has started its runs: the dev server's scheduler (Server 1.32) silently drops a

@@ -146,9 +146,9 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
         timezone: 'UTC',
         workflowIdBase: 'happy',
         spec: { intervals: [{ every: '1 hour' }] },
+        pausedNote: 'driven by backfill',
       }),
     );
-    await handle.pause('driven by backfill');
     await withWorker(async () => {
       await handle.backfill({ start: new Date('2026-08-04T08:59:59Z'), end: new Date('2026-08-04T09:00:01Z') });
       const [run] = await waitForScheduledRuns(env.client, 'happy', 1);

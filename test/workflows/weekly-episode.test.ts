@@ -69,9 +69,17 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
     spec: Parameters<typeof weeklyScheduleOptions>[0]['spec'],
   ) {
     const handle = await env.client.schedule.create(
-      weeklyScheduleOptions({ scheduleId, taskQueue, timezone, workflowIdBase: scheduleId, spec }),
+      weeklyScheduleOptions({
+        scheduleId,
+        taskQueue,
+        timezone,
+        workflowIdBase: scheduleId,
+        spec,
+        pausedNote: 'tests drive it with backfill and trigger only',
+      }),
     );
-    await handle.pause('tests drive it with backfill and trigger only');
+    // Paused from its creation, not by a pause request that a backfill right after it could overwrite.
+    assert.equal((await handle.describe()).state.paused, true, 'created paused');
     return handle;
   }
 
