@@ -11,26 +11,36 @@ export interface LockTotals {
   acquisitions: number;
   waitedMs: number;
   heldMs: number;
+  /** Calls answered by another process's holding (delegated), so never acquired here. */
+  served: number;
 }
 
-export const lockTotals: LockTotals = { acquisitions: 0, waitedMs: 0, heldMs: 0 };
+export const lockTotals: LockTotals = { acquisitions: 0, waitedMs: 0, heldMs: 0, served: 0 };
 
-type WithLock = (critical: (guard: unknown) => Promise<unknown>) => Promise<unknown>;
+type WithLock = (critical: (guard: unknown) => Promise<unknown>, ...rest: unknown[]) => Promise<unknown>;
 const classes = lockModule as unknown as Record<string, { prototype: { withLock: WithLock } } | undefined>;
 const target = (classes.DirectoryLock ?? classes.PipelineLock)!.prototype;
 const original = target.withLock;
-target.withLock = function (this: unknown, critical) {
+target.withLock = async function (this: unknown, critical, ...rest) {
   const asked = performance.now();
-  return original.call(this, async (guard) => {
-    const got = performance.now();
-    lockTotals.acquisitions++;
-    lockTotals.waitedMs += got - asked;
-    try {
-      return await critical(guard);
-    } finally {
-      lockTotals.heldMs += performance.now() - got;
-    }
-  });
+  let ran = false;
+  const result = await original.call(
+    this,
+    async (guard) => {
+      const got = performance.now();
+      ran = true;
+      lockTotals.acquisitions++;
+      lockTotals.waitedMs += got - asked;
+      try {
+        return await critical(guard);
+      } finally {
+        lockTotals.heldMs += performance.now() - got;
+      }
+    },
+    ...rest,
+  );
+  if (!ran) lockTotals.served++;
+  return result;
 };
 
 const file = process.env.BENCH_LOCK_STATS_FILE;

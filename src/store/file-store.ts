@@ -10,6 +10,7 @@
  *   <data>/history/<episode_id>.json      completed history, one immutable entry per episode
  *
  * An allocation reads one key file and one week file, so its cost does not grow with the number of stored episodes.
+ * The lock's holder also does the allocations of the processes waiting for it, committed with its own (see allocate).
  * An episode exists once its week index lists it; a key file entry without one is an uncommitted leftover of a
  * crashed allocation and is ignored, and a committed entry without a state file is rolled forward.
  *
@@ -55,7 +56,8 @@ import {
   type StagedFile,
 } from './durable-fs';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
-import { DirectoryLock, PipelineLock, type LockGuard } from './pipeline-lock';
+import { allocatedReply, allocationDelegation, readDelegatedRequest, refusedReply } from './allocation-delegation';
+import { DirectoryLock, PipelineLock, type DelegatedRequest, type LockGuard } from './pipeline-lock';
 import { lockOptionsFromEnv, storeEnvironment, type LockOptions } from './store-config';
 
 export const weekIndexEntrySchema = z.strictObject({
@@ -80,6 +82,22 @@ export const keyIndexSchema = z.strictObject({
   episodes: z.array(z.strictObject({ episode_id: episodeIdSchema, week_id: weekIdSchema })),
 });
 export type KeyIndex = z.infer<typeof keyIndexSchema>;
+
+/** At most this many waiting processes' allocations are done under one holding of the pipeline lock. */
+const MAX_DELEGATED = 16;
+
+/** One holding's allocations: the weeks and keys as the batch leaves them, and the episodes it creates. */
+interface AllocationBatch {
+  weeks: Map<WeekId, { index: WeekIndex; grown: boolean }>;
+  keys: Map<AllocationKey, KeyIndex | undefined>;
+  created: { weekId: WeekId; key: AllocationKey; entry: WeekIndexEntry }[];
+}
+
+/** Renames staged files into one directory, then syncs that directory once. */
+async function commitAll(files: readonly StagedFile[], dir: string): Promise<void> {
+  for (const f of files) await f.commit({ syncDir: false });
+  if (files.length > 0) await fsyncDir(dir);
+}
 
 export function keyDigest(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
@@ -136,92 +154,174 @@ export class FileEpisodeStore implements EpisodeStore {
     return this.episodeDir(id);
   }
 
+  /**
+   * Under the pipeline lock: this allocation, then those of the processes waiting for the lock (they hand their
+   * requests over, allocation-delegation.ts). Each round decides one after another whatever is there and commits it
+   * together (one round of flushes for all); requests that arrive during a round's commit make the next round, up to
+   * `MAX_DELEGATED` in all, and the rest wait for the lock as usual. A refusal is the requester's alone and writes
+   * nothing; anything else that goes wrong with a round sends its requesters back to allocate themselves, which the
+   * key makes safe. This allocation's own result stands once its round is committed.
+   */
   async allocate(request: AllocationRequest): Promise<AllocationResult> {
     await this.ensureLayout();
     return this.lock.withLock(async (guard) => {
       await this.sweepLeftoverTemps();
-      const { allocationKey: key, weekId } = request;
-      const weekIndex = this.readWeekIndex(weekId);
-      const keyIndex = this.readKeyIndex(key);
-      const keyMatches = this.committedKeyMatches(key, keyIndex, weekIndex);
-      const decision = decideAllocation({
-        key,
-        weekId,
-        keyMatches,
-        weekEpisodes: weekIndex.episodes.map((e) => toRef(weekId, e)),
-      });
-      await this.rollForwardLast(weekIndex, guard);
-
-      if (decision.kind === 'existing') {
-        const entry = weekIndex.episodes.find((e) => e.episode_id === decision.episode.episodeId);
-        // The newest entry was just rolled forward above.
-        if (entry && entry !== weekIndex.episodes.at(-1)) await this.ensureState(weekId, entry, guard);
-        return { ...identityOf(decision.episode), created: false };
-      }
-
-      await failpoint('allocation.decided');
-      const createdAt = new Date().toISOString();
-      const entry: WeekIndexEntry = {
-        episode_id: decision.episodeId,
-        sequence: decision.sequence,
-        allocation_key: key,
-        created_at: createdAt,
-        allocated_by: request.allocatedBy,
-      };
-      if (exists(this.episodeDir(decision.episodeId))) {
-        throw new PipelineError(
-          ErrorType.StoreCorrupt,
-          `${this.episodeDir(decision.episodeId)} exists but ${this.weekIndexPath(weekId)} does not list it; ` +
-            'refusing to overwrite (run `episodes verify`)',
-          { episodes: [decision.episodeId] },
-        );
-      }
-      // Three files, staged one after another (so failpoints count them in order) and flushed together: one round
-      // of flushes instead of three. Then committed in order.
-      const staged: StagedFile[] = [];
+      let batch: AllocationBatch = { weeks: new Map(), keys: new Map(), created: [] };
+      const own = await this.decide(batch, request, guard); // refused: thrown before anyone else's is taken
+      let left = MAX_DELEGATED;
+      const delegated = (max: number) => (max > 0 ? (guard.takeRequests?.(max) ?? []) : []);
+      let round = delegated(left);
+      let served = await this.decideDelegated(batch, round, guard);
+      await this.commitBatch(batch, guard);
+      for (const { to, result } of served) to.answer(allocatedReply(result));
       try {
-        const keyFile = await this.stage(this.keyIndexPath(key), {
-          schema: 'key-index/v1',
-          allocation_key: key,
-          episodes: [
-            ...keyMatches.map((m) => ({ episode_id: m.episodeId, week_id: m.weekId })),
-            { episode_id: decision.episodeId, week_id: weekId },
-          ],
-        } satisfies KeyIndex);
-        staged.push(keyFile);
-        const weekFile = await this.stage(this.weekIndexPath(weekId), {
-          ...weekIndex,
-          episodes: [...weekIndex.episodes, entry],
-        } satisfies WeekIndex);
-        staged.push(weekFile);
-        // The state's directory does not exist before the commit: its temp file waits in the index directory.
-        const stateFile = await this.stage(
-          this.statePath(decision.episodeId),
-          stateFromEntry(weekId, entry),
-          path.join(this.dataDir, 'index', 'weeks', `${decision.episodeId}.state`),
-        );
-        staged.push(stateFile);
-        await Promise.all(staged.map((f) => f.flush()));
-        // 1. The key file first, so that from the commit on the key can be found from any week.
-        guard.assertHeld();
-        await keyFile.commit();
-        await failpoint('allocation.key-written');
-        // 2. The commit point.
-        guard.assertHeld();
-        await weekFile.commit();
-        await failpoint('allocation.index-written');
-        // 3. The episode's directory and state. The bytes are already on disk; the two new directory entries are not
-        // synced, because losing them to a power cut loses nothing: a committed episode without its state file is
-        // rolled forward from the index (and the first change of the episode syncs them, see updateEpisode).
-        this.mkdirNow(this.episodeDir(decision.episodeId));
-        await stateFile.commit({ syncDir: false });
-      } catch (e) {
-        await Promise.all(staged.map((f) => f.discard()));
-        throw e;
+        for (left -= round.length; (round = delegated(left)).length > 0; left -= round.length) {
+          batch = {
+            weeks: new Map([...batch.weeks].map(([w, v]) => [w, { ...v, grown: false }])),
+            keys: batch.keys,
+            created: [],
+          };
+          served = await this.decideDelegated(batch, round, guard);
+          await this.commitBatch(batch, guard);
+          for (const { to, result } of served) to.answer(allocatedReply(result));
+        }
+      } catch {
+        // This round's requesters allocate themselves (the lock declines every request still unanswered).
       }
-      await failpoint('allocation.state-written');
-      return { episodeId: decision.episodeId, weekId, sequence: decision.sequence, created: true };
+      return own;
+    }, allocationDelegation(request));
+  }
+
+  /** Decides the requests of a round into the batch; a refusal is answered at once, an unreadable request declined. */
+  private async decideDelegated(
+    batch: AllocationBatch,
+    requests: readonly DelegatedRequest[],
+    guard: LockGuard,
+  ): Promise<{ to: DelegatedRequest; result: AllocationResult }[]> {
+    const served: { to: DelegatedRequest; result: AllocationResult }[] = [];
+    for (const delegated of requests) {
+      const theirs = readDelegatedRequest(delegated.request);
+      if (!theirs) {
+        delegated.decline();
+        continue;
+      }
+      try {
+        served.push({ to: delegated, result: await this.decide(batch, theirs, guard) });
+      } catch (e) {
+        if (e instanceof PipelineError && !e.retryable) delegated.answer(refusedReply(e));
+        else delegated.decline(); // it allocates itself
+      }
+    }
+    return served;
+  }
+
+  /** One request's decision against the store as the batch leaves it; a new episode is only planned here. */
+  private async decide(
+    batch: AllocationBatch,
+    request: AllocationRequest,
+    guard: LockGuard,
+  ): Promise<AllocationResult> {
+    const { allocationKey: key, weekId } = request;
+    const planned = batch.weeks.get(weekId);
+    const weekIndex = planned?.index ?? this.readWeekIndex(weekId);
+    const keyIndex = batch.keys.has(key) ? batch.keys.get(key) : this.readKeyIndex(key);
+    const weekOf = (id: WeekId) => batch.weeks.get(id)?.index ?? this.readWeekIndex(id);
+    const keyMatches = this.committedKeyMatches(key, keyIndex, weekIndex, weekOf);
+    const decision = decideAllocation({
+      key,
+      weekId,
+      keyMatches,
+      weekEpisodes: weekIndex.episodes.map((e) => toRef(weekId, e)),
     });
+    const week = planned ?? { index: weekIndex, grown: false };
+    if (!planned) {
+      await this.rollForward(weekIndex, guard);
+      batch.weeks.set(weekId, week);
+    }
+
+    if (decision.kind === 'existing') {
+      const entry = weekIndex.episodes.find((e) => e.episode_id === decision.episode.episodeId);
+      if (entry && !batch.created.some((c) => c.entry === entry)) await this.ensureState(weekId, entry, guard);
+      return { ...identityOf(decision.episode), created: false };
+    }
+
+    const entry: WeekIndexEntry = {
+      episode_id: decision.episodeId,
+      sequence: decision.sequence,
+      allocation_key: key,
+      created_at: new Date().toISOString(),
+      allocated_by: request.allocatedBy,
+    };
+    if (exists(this.episodeDir(decision.episodeId))) {
+      throw new PipelineError(
+        ErrorType.StoreCorrupt,
+        `${this.episodeDir(decision.episodeId)} exists but ${this.weekIndexPath(weekId)} does not list it; ` +
+          'refusing to overwrite (run `episodes verify`)',
+        { episodes: [decision.episodeId] },
+      );
+    }
+    week.index = { ...week.index, episodes: [...week.index.episodes, entry] };
+    week.grown = true;
+    batch.keys.set(key, {
+      schema: 'key-index/v1',
+      allocation_key: key,
+      episodes: [
+        ...keyMatches.map((m) => ({ episode_id: m.episodeId, week_id: m.weekId })),
+        { episode_id: decision.episodeId, week_id: weekId },
+      ],
+    });
+    batch.created.push({ weekId, key, entry });
+    return { episodeId: decision.episodeId, weekId, sequence: decision.sequence, created: true };
+  }
+
+  /**
+   * Writes the batch's new episodes. Every file is staged (key files, then week indexes, then states, so failpoints
+   * count them in that order) and flushed together: one round of flushes, whatever the batch's size. Then committed in
+   * order, each kind with one sync of its directory.
+   */
+  private async commitBatch(batch: AllocationBatch, guard: LockGuard): Promise<void> {
+    if (batch.created.length === 0) return;
+    await failpoint('allocation.decided');
+    const staged: StagedFile[] = [];
+    const stage = async (file: string, value: unknown, tempPrefix?: string) => {
+      const f = await this.stage(file, value, tempPrefix);
+      staged.push(f);
+      return f;
+    };
+    try {
+      const keyFiles: StagedFile[] = [];
+      for (const { key } of batch.created) keyFiles.push(await stage(this.keyIndexPath(key), batch.keys.get(key)));
+      const weekFiles: StagedFile[] = [];
+      for (const [weekId, week] of batch.weeks) {
+        if (week.grown) weekFiles.push(await stage(this.weekIndexPath(weekId), week.index satisfies WeekIndex));
+      }
+      // A state's directory does not exist before the commit: its temp file waits in the index directory.
+      const stateFiles: StagedFile[] = [];
+      for (const { weekId, entry } of batch.created) {
+        const temp = path.join(this.dataDir, 'index', 'weeks', `${entry.episode_id}.state`);
+        stateFiles.push(await stage(this.statePath(entry.episode_id), stateFromEntry(weekId, entry), temp));
+      }
+      await Promise.all(staged.map((f) => f.flush()));
+      // 1. The key files first, so that from the commit on each key can be found from any week.
+      guard.assertHeld();
+      await commitAll(keyFiles, path.join(this.dataDir, 'index', 'keys'));
+      await failpoint('allocation.key-written');
+      // 2. The commit point.
+      guard.assertHeld();
+      await commitAll(weekFiles, path.join(this.dataDir, 'index', 'weeks'));
+      await failpoint('allocation.index-written');
+      // 3. The episodes' directories and states. The bytes are already on disk; the new directory entries are not
+      // synced, because losing them to a power cut loses nothing: a committed episode without its state file is
+      // rolled forward from the index (and the first change of the episode syncs them, see updateEpisode).
+      for (const [i, { entry }] of batch.created.entries()) {
+        this.mkdirNow(this.episodeDir(entry.episode_id));
+        await stateFiles[i]!.commit({ syncDir: false });
+      }
+    } catch (e) {
+      await Promise.all(staged.map((f) => f.discard()));
+      throw e;
+    }
+    await failpoint('allocation.state-written');
   }
 
   getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
@@ -418,23 +518,30 @@ export class FileEpisodeStore implements EpisodeStore {
     key: AllocationKey,
     keyIndex: KeyIndex | undefined,
     targetWeek: WeekIndex,
+    weekOf: (weekId: WeekId) => WeekIndex,
   ): StoredEpisodeRef[] {
     const refs: StoredEpisodeRef[] = [];
     for (const hint of keyIndex?.episodes ?? []) {
-      const week = hint.week_id === targetWeek.week_id ? targetWeek : this.readWeekIndex(hint.week_id);
+      const week = hint.week_id === targetWeek.week_id ? targetWeek : weekOf(hint.week_id);
       const entry = week.episodes.find((e) => e.episode_id === hint.episode_id);
       if (entry && entry.allocation_key === key) refs.push(toRef(week.week_id, entry));
     }
     return refs;
   }
 
-  /** Only the newest allocation of a week can have died between its commit and its state write. */
-  private async rollForwardLast(weekIndex: WeekIndex, guard: LockGuard): Promise<void> {
-    const last = weekIndex.episodes.at(-1);
-    if (last) await this.ensureState(weekIndex.week_id, last, guard);
+  /**
+   * Committed allocations whose process died before their state files were written: after a batch's commit its states
+   * are written in index order, and a week only grows once its entries all have states (this runs first), so only a
+   * trailing run of entries can lack one. One read when nothing is missing.
+   */
+  private async rollForward(weekIndex: WeekIndex, guard: LockGuard): Promise<void> {
+    for (const entry of [...weekIndex.episodes].reverse()) {
+      if (!(await this.ensureState(weekIndex.week_id, entry, guard))) return;
+    }
   }
 
-  private async ensureState(weekId: WeekId, entry: WeekIndexEntry, guard: LockGuard): Promise<void> {
+  /** Writes the entry's state if it is missing (true), else checks the one there (false). */
+  private async ensureState(weekId: WeekId, entry: WeekIndexEntry, guard: LockGuard): Promise<boolean> {
     const file = this.statePath(entry.episode_id);
     const state = this.read(file, episodeStateSchema);
     if (state) {
@@ -446,11 +553,12 @@ export class FileEpisodeStore implements EpisodeStore {
           { file },
         );
       }
-      return;
+      return false;
     }
     guard.assertHeld();
     await this.mkdir(this.episodeDir(entry.episode_id));
     await this.write(file, stateFromEntry(weekId, entry));
+    return true;
   }
 
   /**

@@ -6,6 +6,12 @@
  * that one's socket (`m <name>`), so that they never make a lock attempt that can only fail. A connection the holder
  * closes without a word means its process died (the kernel closed the socket): the waiter may take over at once.
  *
+ * Delegation: a waiter may also say what it wants to do under the lock (an opaque request, e.g. an allocation). A
+ * holder whose critical section knows how takes the requests of its waiters and answers each (`a <reply>`) once it has
+ * done that work under its own holding, so that one holding commits several processes' work together; a request it
+ * does not take or cannot do is answered as before (`g`, `m`), and the waiter does the work itself. A holder from
+ * before delegation ignores the extra field, and a waiter that sends none is never served.
+ *
  * Linux: abstract socket names (nothing on disk, gone with the process). Elsewhere (macOS): a socket file in the
  * temp directory, removed on exit. If the socket cannot be set up, holders name no socket and waiters poll.
  */
@@ -26,12 +32,23 @@ export interface HolderName {
   address: string | undefined;
 }
 
-export type WaitOutcome = 'go' | 'moved' | 'died' | 'timeout' | 'unreachable';
+export type WaitOutcome = 'go' | 'moved' | 'died' | 'timeout' | 'unreachable' | 'served';
 
 export interface WaitResult {
   outcome: WaitOutcome;
   /** With `moved`: the process the lock goes to next, to queue at. */
   next?: HolderName;
+  /** With `served`: the holder did the waiter's request, and this is its answer. */
+  reply?: string;
+}
+
+/** A waiter's request, taken by the holder: answer it once its work is durable, or decline it (the waiter does it). */
+export interface DelegatedRequest {
+  readonly request: string;
+  /** When the waiter started waiting (epoch ms): the order to serve requests in. */
+  readonly arrival: number;
+  answer(reply: string): void;
+  decline(): void;
 }
 
 interface Waiter {
@@ -39,7 +56,12 @@ interface Waiter {
   arrival: number;
   /** The name the waiter will hold the lock under, if it said. */
   entry: string | undefined;
+  /** What it would do under the lock (base64url), if it said. */
+  request: string | undefined;
 }
+
+/** Longer requests are ignored (the waiter is then served as one without a request). */
+const MAX_REQUEST_CHARS = 16_384;
 
 const token = randomBytes(8).toString('hex');
 let server: Promise<net.Server | undefined> | undefined;
@@ -101,6 +123,37 @@ export function handOff(holdingId: string): Promise<void> {
   });
 }
 
+/**
+ * Up to `max` requests of the holding's waiters, oldest first; those waiters leave the holding's queue (each must be
+ * answered or declined). Waiters without a request, and those over `max`, stay queued for the handoff.
+ */
+export function takeRequests(holdingId: string, max: number): DelegatedRequest[] {
+  const waiters = holdings.get(holdingId);
+  if (!waiters) return [];
+  const taken = waiters
+    .filter((w) => w.request !== undefined)
+    .sort((a, b) => a.arrival - b.arrival)
+    .slice(0, Math.max(0, max));
+  holdings.set(
+    holdingId,
+    waiters.filter((w) => !taken.includes(w)),
+  );
+  return taken.map((w) => {
+    let settled = false;
+    const send = (line: string) => {
+      if (settled) return;
+      settled = true;
+      w.socket.end(line);
+    };
+    return {
+      request: Buffer.from(w.request!, 'base64url').toString('utf8'),
+      arrival: w.arrival,
+      answer: (reply) => send(`a ${Buffer.from(reply, 'utf8').toString('base64url')}\n`),
+      decline: () => send('m\n'),
+    };
+  });
+}
+
 /** The holding will not be released normally (lost, or never taken): its waiters should look again now. */
 export function abandon(holdingId: string): void {
   for (const w of holdings.get(holdingId) ?? []) w.socket.end('m\n');
@@ -108,15 +161,16 @@ export function abandon(holdingId: string): void {
 }
 
 /**
- * Waits until the holder tells this process to go or to look again, or dies, or `maxMs` passes. `arrival` orders the
- * waiters (epoch ms, fractional); `self` is the name this process will hold the lock under, so that the holder can send
- * the other waiters to queue behind it.
+ * Waits until the holder tells this process to go or to look again, or dies, or `maxMs` passes, or answers `request`.
+ * `arrival` orders the waiters (epoch ms, fractional); `self` is the name this process will hold the lock under, so
+ * that the holder can send the other waiters to queue behind it.
  */
 export function waitForHolder(
   holder: HolderName,
   arrival: number,
   maxMs: number,
   self?: HolderName,
+  request?: string,
 ): Promise<WaitResult> {
   const address = holder.address;
   if (!address) return Promise.resolve({ outcome: 'unreachable' });
@@ -132,11 +186,21 @@ export function waitForHolder(
     socket.setEncoding('utf8');
     socket.on('connect', () => {
       connected = true;
-      socket.write(`${holder.holdingId} ${arrival}${self?.address ? ` ${self.entry}` : ''}\n`);
+      const entry = self?.address ? self.entry : '-';
+      const asked = request === undefined ? '' : ` ${Buffer.from(request, 'utf8').toString('base64url')}`;
+      socket.write(`${holder.holdingId} ${arrival}${asked || entry !== '-' ? ` ${entry}` : ''}${asked}\n`);
     });
+    let line = '';
     socket.on('data', (d: string) => {
-      if (d.startsWith('g')) return finish({ outcome: 'go' });
-      const next = parseHolderEntry(d.slice(1).trim());
+      line += d;
+      const end = line.indexOf('\n');
+      if (end < 0) return;
+      const said = line.slice(0, end);
+      if (said.startsWith('g')) return finish({ outcome: 'go' });
+      if (said.startsWith('a ')) {
+        return finish({ outcome: 'served', reply: Buffer.from(said.slice(2), 'base64url').toString('utf8') });
+      }
+      const next = parseHolderEntry(said.slice(1).trim());
       finish(next?.address ? { outcome: 'moved', next } : { outcome: 'moved' });
     });
     socket.on('error', () => undefined);
@@ -169,20 +233,28 @@ function accept(socket: net.Socket): void {
   socket.setEncoding('utf8');
   socket.on('error', () => undefined);
   let line = '';
-  socket.on('data', (d: string) => {
+  const onData = (d: string) => {
     line += d;
     if (!line.includes('\n')) return;
-    const [holdingId, arrival, entry] = line.trim().split(' ');
+    socket.off('data', onData); // one line per connection
+    const [holdingId, arrival, entry, request] = line.slice(0, line.indexOf('\n')).split(' ');
     const waiters = holdings.get(holdingId ?? '');
     if (!waiters) {
       socket.end('m\n'); // released already, or never ours
       return;
     }
-    const waiter = { socket, arrival: Number(arrival), entry: entry && isHolderEntry(entry) ? entry : undefined };
+    const waiter: Waiter = {
+      socket,
+      arrival: Number(arrival),
+      entry: entry && isHolderEntry(entry) ? entry : undefined,
+      request: request && request.length <= MAX_REQUEST_CHARS && /^[\w-]+$/.test(request) ? request : undefined,
+    };
     waiters.push(waiter);
     socket.once('close', () => {
-      const i = waiters.indexOf(waiter);
-      if (i >= 0) waiters.splice(i, 1);
+      const current = holdings.get(holdingId!);
+      const i = current?.indexOf(waiter) ?? -1;
+      if (i >= 0) current!.splice(i, 1);
     });
-  });
+  };
+  socket.on('data', onData);
 }

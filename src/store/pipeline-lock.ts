@@ -11,6 +11,9 @@
  *    longest waiter first; a holder whose process dies while waiters are connected is taken over at once, not after
  *    `staleMs`. A holder that was already dead when nobody was connected (or whose socket cannot be reached) is taken
  *    over when stale, as before; a frozen holder too, and it finds `LockCompromised` when it runs again.
+ * With a `Delegation`, a waiting process also hands its request to the holder it waits for, and the holder's critical
+ * section may do it together with its own work (`guard.takeRequests()`): the waiter then gets the holder's answer and
+ * never takes the lock. Whatever the holder does not answer, the waiter does itself, exactly as without delegation.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -24,7 +27,9 @@ import {
   isHolderEntry,
   nextHolderName,
   parseHolderEntry,
+  takeRequests,
   waitForHolder,
+  type DelegatedRequest,
   type HolderName,
 } from './lock-handoff';
 import { DEFAULT_LOCK_OPTIONS, type LockOptions } from './store-config';
@@ -34,6 +39,21 @@ export { DEFAULT_LOCK_OPTIONS, type LockOptions } from './store-config';
 /** Passed to the critical section so that it can refuse to commit if the heartbeat was lost mid-way. */
 export interface LockGuard {
   assertHeld(): void;
+  /**
+   * Up to `max` requests of the processes waiting for this holding, oldest first, that no earlier call took. Each must
+   * be answered or declined before the critical section ends; any left are declined then, and their waiters do the
+   * work themselves.
+   */
+  takeRequests?(max: number): DelegatedRequest[];
+}
+
+export type { DelegatedRequest } from './lock-handoff';
+
+/** What a contender would do under the lock, for a holder that can do it on its behalf (see the header). */
+export interface Delegation<T> {
+  request: string;
+  /** The holder's answer; undefined when it cannot be used (the contender then waits and does the work itself). */
+  accept(reply: string): { value: T } | undefined;
 }
 
 /** While connected to a holder, look at the lock again this often anyway (a frozen holder never answers). */
@@ -50,7 +70,7 @@ export class DirectoryLock {
     private readonly options: LockOptions = DEFAULT_LOCK_OPTIONS,
   ) {}
 
-  async withLock<T>(critical: (guard: LockGuard) => Promise<T>): Promise<T> {
+  async withLock<T>(critical: (guard: LockGuard) => Promise<T>, delegation?: Delegation<T>): Promise<T> {
     if (this.options.unsafeDisableForTests) return critical({ assertHeld: () => undefined });
     const deadline = Date.now() + this.options.timeoutMs;
     const polling = this.options.unsafeWaitForTests === 'poll';
@@ -58,21 +78,42 @@ export class DirectoryLock {
     let handedOff: Promise<void> = Promise.resolve();
     try {
       let compromised: Error | undefined;
-      const held = await this.acquire(deadline, (err) => {
-        compromised = err;
-      });
+      let request = delegation?.request;
+      let held: Awaited<ReturnType<DirectoryLock['acquire']>>;
+      for (;;) {
+        held = await this.acquire(
+          deadline,
+          (err) => {
+            compromised = err;
+          },
+          request,
+        );
+        if (!('served' in held)) break;
+        const answer = delegation!.accept(held.served);
+        if (answer) return answer.value;
+        request = undefined; // an answer it cannot use: do the work itself
+      }
+      const { holder } = held;
+      const taken: DelegatedRequest[] = [];
       const guard: LockGuard = {
         assertHeld: () => {
           if (compromised) {
             throw new PipelineError(ErrorType.LockCompromised, `${this.what} lost: ${compromised.message}`);
           }
         },
+        takeRequests: (max) => {
+          if (polling) return [];
+          const more = takeRequests(holder.holdingId, max);
+          taken.push(...more);
+          return more;
+        },
       };
       try {
         await failpoint('allocation.lock-taken');
         return await critical(guard);
       } finally {
-        if (compromised) abandon(held.holder.holdingId);
+        for (const r of taken) r.decline(); // no-op for those answered
+        if (compromised) abandon(holder.holdingId);
         else handedOff = held.release();
       }
     } finally {
@@ -106,10 +147,12 @@ export class DirectoryLock {
     return { after };
   }
 
+  /** Takes the lock, or (with a `request`) gets the answer of a holder that did the request instead. */
   private async acquire(
     deadline: number,
     onCompromised: (err: Error) => void,
-  ): Promise<{ holder: HolderName; release: () => Promise<void> }> {
+    request?: string,
+  ): Promise<{ holder: HolderName; release: () => Promise<void> } | { served: string }> {
     const stale = Math.max(2000, this.options.staleMs);
     const mode = this.options.unsafeWaitForTests;
     const arrival = performance.timeOrigin + performance.now();
@@ -124,7 +167,9 @@ export class DirectoryLock {
         if (left <= 0) throw this.timeout();
         if (successor && mode !== 'poll') {
           const next = successor;
-          const { outcome, next: after } = await waitForHolder(next, arrival, Math.min(RECHECK_MS, left), holder);
+          const waited = await waitForHolder(next, arrival, Math.min(RECHECK_MS, left), holder, request);
+          const { outcome, next: after } = waited;
+          if (outcome === 'served') return { served: waited.reply! };
           // Told to go, to look again, or timed out: try the lock. Sent on again: queue there. Died: it may have
           // taken the lock first, so the usual takeover (which does nothing if it never did).
           successor = outcome === 'moved' ? after : undefined;
@@ -164,9 +209,17 @@ export class DirectoryLock {
           }
         }
         const current = mode === 'poll' ? undefined : currentHolder(this.lockPath);
-        const { outcome, next } = current
-          ? await waitForHolder(current, arrival, Math.min(RECHECK_MS, Math.max(0, deadline - Date.now())), holder)
-          : { outcome: 'unreachable' as const, next: undefined };
+        const waited = current
+          ? await waitForHolder(
+              current,
+              arrival,
+              Math.min(RECHECK_MS, Math.max(0, deadline - Date.now())),
+              holder,
+              request,
+            )
+          : { outcome: 'unreachable' as const, next: undefined, reply: undefined };
+        const { outcome, next } = waited;
+        if (outcome === 'served') return { served: waited.reply! };
         successor = next;
         if (outcome === 'died' && mode !== 'no-death-detection') {
           await removeIfHolderStill(this.lockPath, current!.entry, stale);

@@ -4,7 +4,9 @@
  *
  * Proofs (run by hand, reported in the PR): `LOCK_PROOF_WAIT=poll` makes the children wait as before the handoff
  * (jittered polling), and the fairness test fails; `LOCK_PROOF_WAIT=no-death-detection` makes the killed-holder test
- * fail (its waiters time out behind a lock that would only go stale after a minute).
+ * fail (its waiters time out behind a lock that would only go stale after a minute). Delegation: with the holder not
+ * taking requests, the delegation test fails (the waiters create their own episodes); with the roll-forward of only
+ * the newest entry of a week, it fails too (the dead holder's own episode has no state).
  */
 import assert from 'node:assert/strict';
 import { existsSync, promises as fs, mkdtempSync } from 'node:fs';
@@ -95,5 +97,45 @@ describe('lock handoff between processes', function () {
     console.log(`      all three waiters done ${Date.now() - diedAt} ms after the holder died`);
     assert.deepEqual(ids.sort(), ['2026-W32-0', '2026-W32-1', '2026-W32-2'], 'one takeover, then one holder at a time');
     await assert.rejects(fs.stat(path.join(dir, 'pipeline.lock')), { code: 'ENOENT' });
+  });
+
+  it("delegation: the holder commits its waiters' allocations with its own; killed after that commit, all of them stand", async () => {
+    const dir = tempDir();
+    const env = { EPISODES_DATA_DIR: dir, EPISODES_STORE_URL: '', EPISODES_LOCK_STALE_MS: '60000', ...proofEnv };
+    // The holder waits 4 s with the lock (the two waiters start and hand it their requests), then decides all three,
+    // commits the week index with three new entries and dies before writing any state file.
+    const holder = spawnNode('test/helpers/alloc-client.js', ['0', JSON.stringify([{ key: 'h', week: '2026-W32' }])], {
+      ...env,
+      EPISODES_FAILPOINTS: 'allocation.lock-taken=delay:4000,allocation.index-written=kill',
+    });
+    const held = collect(holder);
+    await waitFor(() => existsSync(path.join(dir, 'pipeline.lock')), 10_000, 'the holder to take the lock');
+    const waiters = ['w0', 'w1'].map((key) =>
+      runNode('test/helpers/alloc-client.js', ['0', JSON.stringify([{ key, week: '2026-W32' }])], env),
+    );
+    const died = await held;
+    assert.equal(died.signal, 'SIGKILL', died.stderr);
+    const outcomes = (await Promise.all(waiters)).flatMap((r) => {
+      assert.equal(r.code, 0, r.stderr);
+      return JSON.parse(r.stdout) as AllocOutcome[];
+    });
+    // Their episodes were committed by the holder: their own attempts, after its death, found them (created: false).
+    // Which of the two asked first is up to the scheduler.
+    assert.deepEqual(
+      outcomes.map((o) => ('episodeId' in o ? `${o.episodeId} created=${o.created}` : `${o.key} ${o.error}`)).sort(),
+      ['2026-W32-1 created=false', '2026-W32-2 created=false'],
+    );
+    // Every committed episode of the batch got its state, the dead holder's own included, before anyone retried it.
+    for (const id of ['2026-W32-0', '2026-W32-1', '2026-W32-2']) {
+      await fs.stat(path.join(dir, 'episodes', id, 'state.json'));
+    }
+    const retried = await runNode(
+      'test/helpers/alloc-client.js',
+      ['0', JSON.stringify([{ key: 'h', week: '2026-W32' }])],
+      env,
+    );
+    assert.deepEqual(JSON.parse(retried.stdout), [
+      { key: 'h', week: '2026-W32', episodeId: '2026-W32-0', created: false },
+    ]);
   });
 });

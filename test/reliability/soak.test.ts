@@ -3,7 +3,8 @@
  * 60 backfilled schedule slots in three ISO weeks plus a few triggers, all started together, with production and
  * approval for every run. Each of the three workers dies by SIGKILL at its 5th allocation, holding the pipeline lock
  * half-way through it (after the commit point, before the state file), and is replaced by a fresh process at once.
- * At most 4 allocations per worker complete before its death, so at least one dies within the first 13 allocations.
+ * (On the file store that is its 5th commit round: a holder also commits the allocations waiting processes hand it, so
+ * a round commits 1 to 3 new episodes.) Without a death the three would commit at most 3 x 4 x 3 = 36 of the 63.
  * Afterwards: per-week sequences contiguous from 0, no duplicate ids, no lost run, one charge per step, billing =
  * ledger, `episodes verify` clean. The same on both stores: on PostgreSQL each worker dies at its 5th allocation inside
  * the allocation transaction, holding the advisory lock (after the decision, before the insert commits); each store
