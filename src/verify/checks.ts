@@ -3,7 +3,7 @@
  * any store. Storage-specific structure (the file store's index against its directories) is checked elsewhere.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { stepKey, type EpisodeState, type HistoryEntry } from '../domain/episode-state';
+import { stepKey, type EpisodeState, type HistoryEntry, type StepRecord } from '../domain/episode-state';
 import { ProblemCode, problem, type Problem } from './problem';
 import type { Located } from './source';
 
@@ -134,15 +134,16 @@ function checkHistoryLedger({ value: h, file }: Located<HistoryEntry>): Problem[
 }
 
 /** The fields a history entry repeats from its episode's completed state must still be equal. */
-const MIRRORED_FIELDS = [
-  'week_id',
-  'sequence',
-  'allocation_key',
-  'completed_at',
-  'ledger',
-  'approval',
-  'migration',
-] as const;
+const MIRRORED_FIELDS = ['week_id', 'sequence', 'allocation_key', 'completed_at', 'approval', 'migration'] as const;
+
+/**
+ * Reassemblies: assembly rounds started after the episode completed (`episodes reassemble`). History stays as written
+ * at completion, so their jobs and charges are the state's alone, and the state's final video may be theirs.
+ */
+function reassemblies(state: EpisodeState, h: HistoryEntry): StepRecord[] {
+  const completed = Date.parse(h.completed_at);
+  return Object.values(state.steps).filter((r) => r.step === 'assembly' && Date.parse(r.intent_at) > completed);
+}
 
 function checkHistoryAgainstStates(
   episodes: readonly Located<EpisodeState>[],
@@ -164,9 +165,24 @@ function checkHistoryAgainstStates(
     // A history entry may precede its state's completion (completion in progress): compared once completed.
     if (state.status !== 'completed') continue;
     const differing: string[] = MIRRORED_FIELDS.filter((f) => !isDeepStrictEqual(h[f], state[f]));
+    const later = reassemblies(state, h);
+    const isLater = (step: string, round: number) => later.some((r) => r.step === step && r.round === round);
+    if (
+      !isDeepStrictEqual(
+        h.ledger,
+        state.ledger.filter((c) => !isLater(c.step, c.round)),
+      )
+    )
+      differing.push('ledger');
     // History keeps the final media (a produced episode: video and cover); the state also keeps each step's artifact.
-    if (Object.entries(h.media).some(([name, m]) => !isDeepStrictEqual(m, state.media[name]))) differing.push('media');
-    const jobs = Object.values(state.steps).filter((r) => r.remote_job_id !== null);
+    // A reassembly replaces the state's final video with its own.
+    const finalOk = (name: string, m: unknown) =>
+      isDeepStrictEqual(m, state.media[name]) ||
+      (name === 'video' &&
+        state.media.video !== undefined &&
+        later.some((r) => isDeepStrictEqual(state.media[stepKey(r.step, r.round)], state.media.video)));
+    if (Object.entries(h.media).some(([name, m]) => !finalOk(name, m))) differing.push('media');
+    const jobs = Object.values(state.steps).filter((r) => r.remote_job_id !== null && !isLater(r.step, r.round));
     const missingJobs = jobs.filter((r) => !h.remote_jobs.some((j) => j.remote_job_id === r.remote_job_id));
     if (missingJobs.length > 0) differing.push('remote_jobs');
     if (differing.length > 0) {

@@ -103,6 +103,44 @@ describe('verify: generic checks over episodes, history and ledger', () => {
     assert.deepEqual(codes([c.state, d.state], []).filter((x) => x === ProblemCode.DuplicateSequence).length, 2);
   });
 
+  it("a reassembly after completion is the state's alone: its job, charge and final video; anything else still counts", () => {
+    const LATER = '2026-08-10T09:00:00Z';
+    const file = (name: string, fill: string) => ({ path: `media/${name}.mp4`, sha256: fill.repeat(64), bytes: 10 });
+    const reassembled = () => {
+      const a = completed('2026-W32-0', 'a');
+      a.state.value.media = { video: file('assembly-r0', 'a'), 'assembly-r0': file('assembly-r0', 'a') };
+      a.history.value.media = { video: file('assembly-r0', 'a') };
+      // `episodes reassemble`: assembly round 1, charged, and its output became the final video.
+      const r1 = succeededStep(a.state.value.episode_id, 'assembly', 1, LATER, { remote_job_id: 'job-r1' });
+      a.state.value.steps['assembly-r1'] = r1;
+      a.state.value.ledger.push({
+        step: 'assembly',
+        round: 1,
+        remote_job_id: 'job-r1',
+        amount_cents: 800,
+        currency: 'USD',
+        recorded_at: LATER,
+      });
+      a.state.value.media['assembly-r1'] = file('assembly-r1', 'b');
+      a.state.value.media.video = file('assembly-r1', 'b');
+      return a;
+    };
+    const clean = reassembled();
+    assert.deepEqual(codes([clean.state], [clean.history]), []);
+    const cases: [string, (a: ReturnType<typeof completed>) => void][] = [
+      ['a final video from no reassembly', (a) => (a.state.value.media.video = file('other', 'c'))],
+      ['the final video gone', (a) => delete a.state.value.media.video],
+      ['a charge before completion missing from history', (a) => (a.state.value.ledger[1]!.round = 0)],
+      ['a video job started after completion', (a) => (a.state.value.steps['assembly-r1']!.step = 'video')],
+      ['the history edited', (a) => (a.history.value.ledger = [])],
+    ];
+    for (const [name, breakIt] of cases) {
+      const a = reassembled();
+      breakIt(a);
+      assert.ok(codes([a.state], [a.history]).includes(ProblemCode.HistoryStateMismatch), name);
+    }
+  });
+
   it('history and state must come in pairs once completed', () => {
     const a = completed('2026-W32-0', 'a');
     assert.deepEqual(codes([a.state], []), [ProblemCode.HistoryMissing]);

@@ -247,6 +247,9 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       const again = await runCli(['reassemble', id], operatorEnv());
       assert.equal(again.code, 0, again.stderr);
       assert.ok((await store.requireEpisode(id)).steps['assembly-r2'], 'a second reassembly is a new round');
+      // History stays as written at completion; the reassemblies' jobs, charges and final video are the state's.
+      const verified = await runCli(['verify', id], operatorEnv());
+      assert.equal(verified.code, 0, `${verified.stdout}${verified.stderr}`);
     });
   });
 
