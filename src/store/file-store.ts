@@ -166,14 +166,25 @@ export class FileEpisodeStore implements EpisodeStore {
     await this.ensureLayout();
     return this.lock.withLock(async (guard) => {
       await this.sweepLeftoverTemps();
-      let batch: AllocationBatch = { weeks: new Map(), keys: new Map(), created: [] };
+      const fresh = (): AllocationBatch => ({ weeks: new Map(), keys: new Map(), created: [] });
+      let batch = fresh();
       const own = await this.decide(batch, request, guard); // refused: thrown before anyone else's is taken
       let left = MAX_DELEGATED;
       const delegated = (max: number) => (max > 0 ? (guard.takeRequests?.(max) ?? []) : []);
       let round = delegated(left);
-      let served = await this.decideDelegated(batch, round, guard);
-      await this.commitBatch(batch, guard);
-      for (const { to, result } of served) to.answer(allocatedReply(result));
+      let answers = await this.decideDelegated(batch, round, guard);
+      try {
+        await this.commitBatch(batch, guard);
+      } catch (e) {
+        if (round.length === 0) throw e;
+        // Others' allocations were in it, and any of them may be what failed: this one alone, as without delegation
+        // (a round that got as far as its commit point left this one's episode, found again by its key).
+        batch = fresh();
+        const alone = await this.decide(batch, request, guard);
+        await this.commitBatch(batch, guard);
+        return alone;
+      }
+      for (const send of answers) send();
       try {
         for (left -= round.length; (round = delegated(left)).length > 0; left -= round.length) {
           batch = {
@@ -181,9 +192,9 @@ export class FileEpisodeStore implements EpisodeStore {
             keys: batch.keys,
             created: [],
           };
-          served = await this.decideDelegated(batch, round, guard);
+          answers = await this.decideDelegated(batch, round, guard);
           await this.commitBatch(batch, guard);
-          for (const { to, result } of served) to.answer(allocatedReply(result));
+          for (const send of answers) send();
         }
       } catch {
         // This round's requesters allocate themselves (the lock declines every request still unanswered).
@@ -192,13 +203,16 @@ export class FileEpisodeStore implements EpisodeStore {
     }, allocationDelegation(request));
   }
 
-  /** Decides the requests of a round into the batch; a refusal is answered at once, an unreadable request declined. */
+  /**
+   * Decides the requests of a round into the batch. The answers (results and refusals alike: a refusal may rest on an
+   * episode the round plans) are sent once the round is committed; an unreadable request is declined at once.
+   */
   private async decideDelegated(
     batch: AllocationBatch,
     requests: readonly DelegatedRequest[],
     guard: LockGuard,
-  ): Promise<{ to: DelegatedRequest; result: AllocationResult }[]> {
-    const served: { to: DelegatedRequest; result: AllocationResult }[] = [];
+  ): Promise<(() => void)[]> {
+    const answers: (() => void)[] = [];
     for (const delegated of requests) {
       const theirs = readDelegatedRequest(delegated.request);
       if (!theirs) {
@@ -206,13 +220,15 @@ export class FileEpisodeStore implements EpisodeStore {
         continue;
       }
       try {
-        served.push({ to: delegated, result: await this.decide(batch, theirs, guard) });
+        const result = await this.decide(batch, theirs, guard);
+        answers.push(() => delegated.answer(allocatedReply(result)));
       } catch (e) {
-        if (e instanceof PipelineError && !e.retryable) delegated.answer(refusedReply(e));
-        else delegated.decline(); // it allocates itself
+        if (!(e instanceof PipelineError && !e.retryable))
+          delegated.decline(); // it allocates itself
+        else answers.push(() => delegated.answer(refusedReply(e)));
       }
     }
-    return served;
+    return answers;
   }
 
   /** One request's decision against the store as the batch leaves it; a new episode is only planned here. */
@@ -531,8 +547,10 @@ export class FileEpisodeStore implements EpisodeStore {
 
   /**
    * Committed allocations whose process died before their state files were written: after a batch's commit its states
-   * are written in index order, and a week only grows once its entries all have states (this runs first), so only a
-   * trailing run of entries can lack one. One read when nothing is missing.
+   * are written in index order, and a week only grows once its entries all have states (this runs first), so after a
+   * crashed process only a trailing run of entries can lack one. One read when nothing is missing. (After a power cut
+   * an earlier entry's unsynced state can be missing too: it is read from the index, and written by the first update
+   * of that episode or the next allocation of its key, as before.)
    */
   private async rollForward(weekIndex: WeekIndex, guard: LockGuard): Promise<void> {
     for (const entry of [...weekIndex.episodes].reverse()) {

@@ -9,7 +9,8 @@
  * Delegation: a waiter may also say what it wants to do under the lock (an opaque request, e.g. an allocation). A
  * holder whose critical section knows how takes the requests of its waiters and answers each (`a <reply>`) once it has
  * done that work under its own holding, so that one holding commits several processes' work together; a request it
- * does not take or cannot do is answered as before (`g`, `m`), and the waiter does the work itself. A holder from
+ * does not take is answered as before (`g`, `m`), one it takes but cannot do is declined (`d`), and the waiter does
+ * the work itself. A holder from
  * before delegation ignores the extra field, and a waiter that sends none is never served.
  *
  * Linux: abstract socket names (nothing on disk, gone with the process). Elsewhere (macOS): a socket file in the
@@ -32,7 +33,7 @@ export interface HolderName {
   address: string | undefined;
 }
 
-export type WaitOutcome = 'go' | 'moved' | 'died' | 'timeout' | 'unreachable' | 'served';
+export type WaitOutcome = 'go' | 'moved' | 'died' | 'timeout' | 'unreachable' | 'served' | 'declined';
 
 export interface WaitResult {
   outcome: WaitOutcome;
@@ -149,7 +150,8 @@ export function takeRequests(holdingId: string, max: number): DelegatedRequest[]
       request: Buffer.from(w.request!, 'base64url').toString('utf8'),
       arrival: w.arrival,
       answer: (reply) => send(`a ${Buffer.from(reply, 'utf8').toString('base64url')}\n`),
-      decline: () => send('m\n'),
+      // Like `m` (look again), and the waiter does its request itself from now on (an older waiter reads it as `m`).
+      decline: () => send('d\n'),
     };
   });
 }
@@ -197,6 +199,7 @@ export function waitForHolder(
       if (end < 0) return;
       const said = line.slice(0, end);
       if (said.startsWith('g')) return finish({ outcome: 'go' });
+      if (said === 'd') return finish({ outcome: 'declined' });
       if (said.startsWith('a ')) {
         return finish({ outcome: 'served', reply: Buffer.from(said.slice(2), 'base64url').toString('utf8') });
       }

@@ -151,8 +151,10 @@ export class DirectoryLock {
   private async acquire(
     deadline: number,
     onCompromised: (err: Error) => void,
-    request?: string,
+    delegated?: string,
   ): Promise<{ holder: HolderName; release: () => Promise<void> } | { served: string }> {
+    // Declined once by a holder: done here from then on, not handed to every holder again.
+    let request = delegated;
     const stale = Math.max(2000, this.options.staleMs);
     const mode = this.options.unsafeWaitForTests;
     const arrival = performance.timeOrigin + performance.now();
@@ -170,6 +172,7 @@ export class DirectoryLock {
           const waited = await waitForHolder(next, arrival, Math.min(RECHECK_MS, left), holder, request);
           const { outcome, next: after } = waited;
           if (outcome === 'served') return { served: waited.reply! };
+          if (outcome === 'declined') request = undefined;
           // Told to go, to look again, or timed out: try the lock. Sent on again: queue there. Died: it may have
           // taken the lock first, so the usual takeover (which does nothing if it never did).
           successor = outcome === 'moved' ? after : undefined;
@@ -220,6 +223,7 @@ export class DirectoryLock {
           : { outcome: 'unreachable' as const, next: undefined, reply: undefined };
         const { outcome, next } = waited;
         if (outcome === 'served') return { served: waited.reply! };
+        if (outcome === 'declined') request = undefined;
         successor = next;
         if (outcome === 'died' && mode !== 'no-death-detection') {
           await removeIfHolderStill(this.lockPath, current!.entry, stale);

@@ -6,7 +6,8 @@
  * (jittered polling), and the fairness test fails; `LOCK_PROOF_WAIT=no-death-detection` makes the killed-holder test
  * fail (its waiters time out behind a lock that would only go stale after a minute). Delegation: with the holder not
  * taking requests, the delegation test fails (the waiters create their own episodes); with the roll-forward of only
- * the newest entry of a week, it fails too (the dead holder's own episode has no state).
+ * the newest entry of a week, it fails too (the dead holder's own episode has no state); with a failed round failing
+ * the holder's own allocation, the failed-write test fails (the holder reports StorageFailure).
  */
 import assert from 'node:assert/strict';
 import { existsSync, promises as fs, mkdtempSync } from 'node:fs';
@@ -136,6 +137,23 @@ describe('lock handoff between processes', function () {
     );
     assert.deepEqual(JSON.parse(retried.stdout), [
       { key: 'h', week: '2026-W32', episodeId: '2026-W32-0', created: false },
+    ]);
+  });
+
+  it("delegation: a write that fails for a waiter's allocation costs the holder nothing; the waiter allocates itself", async () => {
+    const dir = tempDir();
+    const env = { EPISODES_DATA_DIR: dir, EPISODES_STORE_URL: '', ...proofEnv };
+    const alloc = (key: string, extra: NodeJS.ProcessEnv = {}) =>
+      runNode('test/helpers/alloc-client.js', ['0', JSON.stringify([{ key, week: '2026-W32' }])], { ...env, ...extra });
+    assert.equal((await alloc('h')).code, 0);
+    // The holder's retry of 'h' needs no write; the first write of its holding is the waiter's key file, and fails.
+    const holder = alloc('h', { EPISODES_FAILPOINTS: 'allocation.lock-taken=delay:4000,fs.write=eio@1' });
+    await waitFor(() => existsSync(path.join(dir, 'pipeline.lock')), 10_000, 'the holder to take the lock');
+    const waiter = await alloc('w0');
+    const outcomes = [...JSON.parse((await holder).stdout), ...JSON.parse(waiter.stdout)] as AllocOutcome[];
+    assert.deepEqual(outcomes, [
+      { key: 'h', week: '2026-W32', episodeId: '2026-W32-0', created: false },
+      { key: 'w0', week: '2026-W32', episodeId: '2026-W32-1', created: true },
     ]);
   });
 });
