@@ -25,7 +25,7 @@ import { DEV_SERVER_EXTRA_ARGS } from '../test/helpers/temporal';
 import { createFloorActivities } from './floor-activities';
 import { historyProfile, taskLatencies } from './history-phases';
 import type { LockTotals } from './lock-profile';
-import { cpuBusyShare, cpuNote, cpuSample } from './cpu';
+import { cpuBusyShare, cpuNote, cpuSample, pidsNamed, processCpuMs } from './cpu';
 import { measured, target, type Profile, type Row } from './results';
 import { nowMs, summarize, timed, withTimeout } from './stats';
 import { blockWeek, waitForApprovalPoint, type TemporalContext } from './temporal-context';
@@ -166,9 +166,11 @@ async function drain(ctx: TemporalContext, o: TemporalOptions, workers: number):
     try {
       const ready = await Promise.all(procs.map((p) => workerReadyAt(p, 120_000)));
       const cpuFrom = cpuSample();
+      const byProcessFrom = cpuByProcess(procs);
       const runs = await waitForScheduledRuns(client, name, o.backfillRuns, 300_000);
       const parked = await waitForAll(store, o.backfillRuns, 'awaiting_approval', 300_000);
       const cpuBusy = cpuBusyShare(cpuFrom, cpuSample());
+      const byProcess = cpuByProcess(procs);
       const firstReady = Math.min(...ready);
       const lastClose = Math.max(...runs.map((r) => r.closeTime?.getTime() ?? Date.now()));
       const seconds = (lastClose - firstReady) / 1000;
@@ -199,6 +201,7 @@ async function drain(ctx: TemporalContext, o: TemporalOptions, workers: number):
             'runs/s: weekly runs closed; productions parked/s: their productions paid and waiting for approval',
             ...(workers > 1 ? [`workers ready ${Math.max(...ready) - firstReady} ms apart`] : []),
             `${cpuNote(cpuBusy)}, from every worker ready to the last production parked (workers, dev server, simulator)`,
+            cpuPerRunNote(byProcessFrom, byProcess, o.backfillRuns),
           ],
         },
       );
@@ -211,6 +214,37 @@ async function drain(ctx: TemporalContext, o: TemporalOptions, workers: number):
   } finally {
     await handle.delete();
   }
+}
+
+interface CpuByProcess {
+  workers: (number | undefined)[];
+  server: number | undefined;
+  bench: number;
+}
+
+/** CPU used so far by the workers, the dev server (`temporal`) and this process (client, vendor simulator). */
+function cpuByProcess(procs: readonly { pid?: number }[]): CpuByProcess {
+  const servers = pidsNamed('temporal').map(processCpuMs);
+  const { user, system } = process.cpuUsage();
+  return {
+    workers: procs.map((p) => processCpuMs(p.pid)),
+    server: servers.length === 1 ? servers[0] : undefined,
+    bench: (user + system) / 1000,
+  };
+}
+
+/** Where the drain's CPU went, per weekly run: how much each kind of process costs as workers are added. */
+function cpuPerRunNote(from: CpuByProcess, to: CpuByProcess, runs: number): string {
+  const per = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined ? 'unknown' : `${((b - a) / runs).toFixed(1)} ms`;
+  const workers = to.workers.map((w, i) => per(from.workers[i], w));
+  const sum = (xs: (number | undefined)[]) =>
+    xs.includes(undefined) ? undefined : xs.reduce<number>((s, x) => s + x!, 0);
+  return (
+    `CPU per run: workers ${per(sum(from.workers), sum(to.workers))}` +
+    (workers.length > 1 ? ` (${workers.join(' + ')})` : '') +
+    `, dev server ${per(from.server, to.server)}, bench process (client, simulator) ${per(from.bench, to.bench)}`
+  );
 }
 
 /** The workers' lock totals (bench/lock-profile.ts), per weekly run (each run's production included). */
