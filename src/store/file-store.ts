@@ -170,7 +170,7 @@ export class FileEpisodeStore implements EpisodeStore {
       let batch = fresh();
       const own = await this.decide(batch, request, guard); // refused: thrown before anyone else's is taken
       let left = MAX_DELEGATED;
-      const delegated = (max: number) => (max > 0 ? (guard.takeRequests?.(max) ?? []) : []);
+      const delegated = (max: number) => guard.takeRequests?.(max) ?? [];
       let round = delegated(left);
       let answers = await this.decideDelegated(batch, round, guard);
       try {
@@ -186,12 +186,8 @@ export class FileEpisodeStore implements EpisodeStore {
       }
       for (const send of answers) send();
       try {
+        // After a commit the batch is what is on disk: the next round plans on top of it.
         for (left -= round.length; (round = delegated(left)).length > 0; left -= round.length) {
-          batch = {
-            weeks: new Map([...batch.weeks].map(([w, v]) => [w, { ...v, grown: false }])),
-            keys: batch.keys,
-            created: [],
-          };
           answers = await this.decideDelegated(batch, round, guard);
           await this.commitBatch(batch, guard);
           for (const send of answers) send();
@@ -223,9 +219,8 @@ export class FileEpisodeStore implements EpisodeStore {
         const result = await this.decide(batch, theirs, guard);
         answers.push(() => delegated.answer(allocatedReply(result)));
       } catch (e) {
-        if (!(e instanceof PipelineError && !e.retryable))
-          delegated.decline(); // it allocates itself
-        else answers.push(() => delegated.answer(refusedReply(e)));
+        if (e instanceof PipelineError && !e.retryable) answers.push(() => delegated.answer(refusedReply(e)));
+        else delegated.decline(); // it allocates itself
       }
     }
     return answers;
@@ -238,10 +233,10 @@ export class FileEpisodeStore implements EpisodeStore {
     guard: LockGuard,
   ): Promise<AllocationResult> {
     const { allocationKey: key, weekId } = request;
-    const planned = batch.weeks.get(weekId);
-    const weekIndex = planned?.index ?? this.readWeekIndex(weekId);
-    const keyIndex = batch.keys.has(key) ? batch.keys.get(key) : this.readKeyIndex(key);
     const weekOf = (id: WeekId) => batch.weeks.get(id)?.index ?? this.readWeekIndex(id);
+    const planned = batch.weeks.get(weekId);
+    const weekIndex = weekOf(weekId);
+    const keyIndex = batch.keys.has(key) ? batch.keys.get(key) : this.readKeyIndex(key);
     const keyMatches = this.committedKeyMatches(key, keyIndex, weekIndex, weekOf);
     const decision = decideAllocation({
       key,
@@ -337,6 +332,9 @@ export class FileEpisodeStore implements EpisodeStore {
       await Promise.all(staged.map((f) => f.discard()));
       throw e;
     }
+    // Written: nothing is planned any more, and the indexes in the batch are the ones on disk.
+    batch.created = [];
+    for (const week of batch.weeks.values()) week.grown = false;
     await failpoint('allocation.state-written');
   }
 

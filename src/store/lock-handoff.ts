@@ -10,8 +10,8 @@
  * holder whose critical section knows how takes the requests of its waiters and answers each (`a <reply>`) once it has
  * done that work under its own holding, so that one holding commits several processes' work together; a request it
  * does not take is answered as before (`g`, `m`), one it takes but cannot do is declined (`d`), and the waiter does
- * the work itself. A holder from
- * before delegation ignores the extra field, and a waiter that sends none is never served.
+ * the work itself. A holder from before delegation ignores the extra field, and a waiter that sends none is never
+ * served.
  *
  * Linux: abstract socket names (nothing on disk, gone with the process). Elsewhere (macOS): a socket file in the
  * temp directory, removed on exit. If the socket cannot be set up, holders name no socket and waiters poll.
@@ -46,8 +46,6 @@ export interface WaitResult {
 /** A waiter's request, taken by the holder: answer it once its work is durable, or decline it (the waiter does it). */
 export interface DelegatedRequest {
   readonly request: string;
-  /** When the waiter started waiting (epoch ms): the order to serve requests in. */
-  readonly arrival: number;
   answer(reply: string): void;
   decline(): void;
 }
@@ -148,7 +146,6 @@ export function takeRequests(holdingId: string, max: number): DelegatedRequest[]
     };
     return {
       request: Buffer.from(w.request!, 'base64url').toString('utf8'),
-      arrival: w.arrival,
       answer: (reply) => send(`a ${Buffer.from(reply, 'utf8').toString('base64url')}\n`),
       // Like `m` (look again), and the waiter does its request itself from now on (an older waiter reads it as `m`).
       decline: () => send('d\n'),
@@ -188,9 +185,11 @@ export function waitForHolder(
     socket.setEncoding('utf8');
     socket.on('connect', () => {
       connected = true;
-      const entry = self?.address ? self.entry : '-';
-      const asked = request === undefined ? '' : ` ${Buffer.from(request, 'utf8').toString('base64url')}`;
-      socket.write(`${holder.holdingId} ${arrival}${asked || entry !== '-' ? ` ${entry}` : ''}${asked}\n`);
+      // holding, arrival, then the waiter's own name (`-` for none, only needed as a placeholder before a request)
+      const fields = [holder.holdingId, String(arrival)];
+      if (self?.address || request !== undefined) fields.push(self?.address ? self.entry : '-');
+      if (request !== undefined) fields.push(Buffer.from(request, 'utf8').toString('base64url'));
+      socket.write(`${fields.join(' ')}\n`);
     });
     let line = '';
     socket.on('data', (d: string) => {

@@ -153,11 +153,16 @@ export class DirectoryLock {
     onCompromised: (err: Error) => void,
     delegated?: string,
   ): Promise<{ holder: HolderName; release: () => Promise<void> } | { served: string }> {
-    // Declined once by a holder: done here from then on, not handed to every holder again.
-    let request = delegated;
     const stale = Math.max(2000, this.options.staleMs);
     const mode = this.options.unsafeWaitForTests;
     const arrival = performance.timeOrigin + performance.now();
+    // Declined once by a holder: done here from then on, not handed to every holder again.
+    let request = delegated;
+    const wait = async (target: HolderName, maxMs: number, self: HolderName | undefined) => {
+      const waited = await waitForHolder(target, arrival, maxMs, self, request);
+      if (waited.outcome === 'declined') request = undefined;
+      return waited;
+    };
     let movedBy: string | undefined;
     // Kept across failed attempts: waiters sent to queue behind this process find it under this name.
     let holder: HolderName | undefined;
@@ -169,10 +174,9 @@ export class DirectoryLock {
         if (left <= 0) throw this.timeout();
         if (successor && mode !== 'poll') {
           const next = successor;
-          const waited = await waitForHolder(next, arrival, Math.min(RECHECK_MS, left), holder, request);
+          const waited = await wait(next, Math.min(RECHECK_MS, left), holder);
           const { outcome, next: after } = waited;
           if (outcome === 'served') return { served: waited.reply! };
-          if (outcome === 'declined') request = undefined;
           // Told to go, to look again, or timed out: try the lock. Sent on again: queue there. Died: it may have
           // taken the lock first, so the usual takeover (which does nothing if it never did).
           successor = outcome === 'moved' ? after : undefined;
@@ -213,17 +217,10 @@ export class DirectoryLock {
         }
         const current = mode === 'poll' ? undefined : currentHolder(this.lockPath);
         const waited = current
-          ? await waitForHolder(
-              current,
-              arrival,
-              Math.min(RECHECK_MS, Math.max(0, deadline - Date.now())),
-              holder,
-              request,
-            )
+          ? await wait(current, Math.min(RECHECK_MS, Math.max(0, deadline - Date.now())), holder)
           : { outcome: 'unreachable' as const, next: undefined, reply: undefined };
         const { outcome, next } = waited;
         if (outcome === 'served') return { served: waited.reply! };
-        if (outcome === 'declined') request = undefined;
         successor = next;
         if (outcome === 'died' && mode !== 'no-death-detection') {
           await removeIfHolderStill(this.lockPath, current!.entry, stale);

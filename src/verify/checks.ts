@@ -3,7 +3,7 @@
  * any store. Storage-specific structure (the file store's index against its directories) is checked elsewhere.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { stepKey, type EpisodeState, type HistoryEntry, type StepRecord } from '../domain/episode-state';
+import { stepKey, type EpisodeState, type HistoryEntry, type PaidStep } from '../domain/episode-state';
 import { ProblemCode, problem, type Problem } from './problem';
 import type { Located } from './source';
 
@@ -140,9 +140,10 @@ const MIRRORED_FIELDS = ['week_id', 'sequence', 'allocation_key', 'completed_at'
  * Reassemblies: assembly rounds started after the episode completed (`episodes reassemble`). History stays as written
  * at completion, so their jobs and charges are the state's alone, and the state's final video may be theirs.
  */
-function reassemblies(state: EpisodeState, h: HistoryEntry): StepRecord[] {
+function reassemblies(state: EpisodeState, h: HistoryEntry): Set<string> {
   const completed = Date.parse(h.completed_at);
-  return Object.values(state.steps).filter((r) => r.step === 'assembly' && Date.parse(r.intent_at) > completed);
+  const later = Object.values(state.steps).filter((r) => r.step === 'assembly' && Date.parse(r.intent_at) > completed);
+  return new Set(later.map((r) => stepKey(r.step, r.round)));
 }
 
 function checkHistoryAgainstStates(
@@ -166,23 +167,18 @@ function checkHistoryAgainstStates(
     if (state.status !== 'completed') continue;
     const differing: string[] = MIRRORED_FIELDS.filter((f) => !isDeepStrictEqual(h[f], state[f]));
     const later = reassemblies(state, h);
-    const isLater = (step: string, round: number) => later.some((r) => r.step === step && r.round === round);
-    if (
-      !isDeepStrictEqual(
-        h.ledger,
-        state.ledger.filter((c) => !isLater(c.step, c.round)),
-      )
-    )
-      differing.push('ledger');
+    const isLater = (r: { step: PaidStep; round: number }) => later.has(stepKey(r.step, r.round));
+    const ledgerAtCompletion = state.ledger.filter((c) => !isLater(c));
+    if (!isDeepStrictEqual(h.ledger, ledgerAtCompletion)) differing.push('ledger');
     // History keeps the final media (a produced episode: video and cover); the state also keeps each step's artifact.
     // A reassembly replaces the state's final video with its own.
     const finalOk = (name: string, m: unknown) =>
       isDeepStrictEqual(m, state.media[name]) ||
       (name === 'video' &&
         state.media.video !== undefined &&
-        later.some((r) => isDeepStrictEqual(state.media[stepKey(r.step, r.round)], state.media.video)));
+        [...later].some((key) => isDeepStrictEqual(state.media[key], state.media.video)));
     if (Object.entries(h.media).some(([name, m]) => !finalOk(name, m))) differing.push('media');
-    const jobs = Object.values(state.steps).filter((r) => r.remote_job_id !== null && !isLater(r.step, r.round));
+    const jobs = Object.values(state.steps).filter((r) => r.remote_job_id !== null && !isLater(r));
     const missingJobs = jobs.filter((r) => !h.remote_jobs.some((j) => j.remote_job_id === r.remote_job_id));
     if (missingJobs.length > 0) differing.push('remote_jobs');
     if (differing.length > 0) {
