@@ -13,7 +13,7 @@ import { mkdirSync, renameSync, writeFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { FileEpisodeStore } from '../src/store/file-store';
 import { parseWeekId } from '../src/domain/week-id';
-import { allocationViolations } from '../test/store/contract';
+import { allocationViolations } from '../test/helpers/store-contract';
 import { waitFor } from '../test/helpers/wait';
 import type { AllocProcReport } from './alloc-proc';
 import { runNodeBounded } from './bounded-process';

@@ -30,7 +30,7 @@ import {
   type StoreKind,
   type StoreTarget,
   type WorkerProcess,
-} from './helpers';
+} from '../helpers/reliability';
 import { FAILPOINT_NAMES, type FailpointName } from '../../src/failpoints';
 
 /** A failpoint, optionally `@n`: the n-th time the point is reached. */

@@ -30,7 +30,7 @@ import {
   until,
   type StoreTarget,
   type WorkerProcess,
-} from './helpers';
+} from '../helpers/reliability';
 
 const FULL = process.env.EPISODES_FAULTS === 'full';
 /**

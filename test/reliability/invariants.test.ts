@@ -12,7 +12,7 @@ import { FileEpisodeStore } from '../../src/store/file-store';
 import { VendorClient } from '../../src/vendor-api/client';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { WORKFLOW_TEST_API_KEY, startTestVendor } from '../helpers/deps';
-import { assertInvariants } from './helpers';
+import { assertInvariants } from '../helpers/reliability';
 
 describe('assertInvariants: each invariant fails on damage that breaks it', function () {
   this.timeout(60_000);

@@ -26,7 +26,7 @@ import {
   startWorkerProcess,
   until,
   type WorkerProcess,
-} from './helpers';
+} from '../helpers/reliability';
 
 const execFileAsync = promisify(execFile);
 const RUNS = [

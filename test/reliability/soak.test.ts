@@ -35,7 +35,7 @@ import {
   type StoreKind,
   type StoreTarget,
   type WorkerProcess,
-} from './helpers';
+} from '../helpers/reliability';
 
 /** Three past ISO weeks (their Mondays, UTC), 20 slots of a 10-minute spec in each. */
 const WEEKS = [

@@ -12,7 +12,7 @@ import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { AllocOutcome } from '../helpers/alloc-client';
 import { startTestVendor } from '../helpers/deps';
 import { runNode } from '../helpers/processes';
-import { assertInvariants, formatTable } from './helpers';
+import { assertInvariants, formatTable } from '../helpers/reliability';
 
 const CONTENDERS = 6;
 const ROUNDS = 3;

@@ -28,7 +28,7 @@ import {
   startWorkerProcess,
   until,
   type WorkerProcess,
-} from './helpers';
+} from '../helpers/reliability';
 
 describe('vendor simulator restarted between acceptance and the first poll', function () {
   this.timeout(15 * 60_000);

@@ -9,7 +9,7 @@ import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { runNode } from '../helpers/processes';
 import { snapshotTree } from '../helpers/tree';
-import { describeStoreContract } from './contract';
+import { describeStoreContract } from '../helpers/store-contract';
 
 function tempDir(): string {
   return mkdtempSync(path.join(os.tmpdir(), 'episodes-'));

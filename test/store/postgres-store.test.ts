@@ -15,7 +15,7 @@ import { LATEST_SCHEMA_VERSION } from '../../src/store/postgres-migrations';
 import type { AllocOutcome } from '../helpers/alloc-client';
 import { freshDatabase, withDatabase } from '../helpers/postgres';
 import { runNode } from '../helpers/processes';
-import { allocationViolations, describeStoreContract, type StoreUnderTest } from './contract';
+import { allocationViolations, describeStoreContract, type StoreUnderTest } from '../helpers/store-contract';
 import { sleep } from '../helpers/wait';
 import { succeededStep } from '../helpers/episode-builders';
 

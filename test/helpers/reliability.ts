@@ -18,11 +18,11 @@ import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { VerifyReport } from '../../src/verify/verify-store';
 import type { EpisodeProductionResult } from '../../src/workflows/episode-production';
 import { approveSignal, statusQuery } from '../../src/workflows/messages';
-import { WORKFLOW_TEST_API_KEY } from '../helpers/deps';
-import { freshDatabase, withDatabase } from '../helpers/postgres';
-import { DIST_ROOT, runCli } from '../helpers/processes';
+import { WORKFLOW_TEST_API_KEY } from './deps';
+import { freshDatabase, withDatabase } from './postgres';
+import { DIST_ROOT, runCli } from './processes';
 
-import { sleep, until } from '../helpers/wait';
+import { sleep, until } from './wait';
 
 export { sleep, until };
 

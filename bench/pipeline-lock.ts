@@ -2,7 +2,7 @@
  * What the pipeline lock costs: every allocation of the whole fleet passes through it, so its hold time bounds the
  * fleet's allocation rate. docs/scaling.md quotes this output.
  *
- *   npm run build && node dist/test/multihost/pipeline-lock-bench.js [--clients 4] [--per-client 100]
+ *   npm run build && node dist/bench/pipeline-lock.js [--clients 4] [--per-client 100]
  *
  * For each store: one client allocating alone (latency), then N clients at once into one week, then N clients into N
  * different weeks (the lock is pipeline-wide, so different weeks still queue behind each other). Clients are separate
@@ -14,13 +14,13 @@ import { mkdtempSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { allocateEpisodeOn } from '../../src/activities/allocation';
-import { formatWeekId } from '../../src/domain/week-id';
-import type { EpisodeStore } from '../../src/store/episode-store';
-import { FileEpisodeStore } from '../../src/store/file-store';
-import { PostgresEpisodeStore } from '../../src/store/postgres-store';
-import { freshDatabase, stopTestPostgres, testPostgresUrl, withDatabase } from '../helpers/postgres';
-import { sleep } from '../helpers/wait';
+import { allocateEpisodeOn } from '../src/activities/allocation';
+import { formatWeekId } from '../src/domain/week-id';
+import type { EpisodeStore } from '../src/store/episode-store';
+import { FileEpisodeStore } from '../src/store/file-store';
+import { PostgresEpisodeStore } from '../src/store/postgres-store';
+import { freshDatabase, stopTestPostgres, testPostgresUrl, withDatabase } from '../test/helpers/postgres';
+import { sleep } from '../test/helpers/wait';
 
 interface Row {
   store: string;

@@ -11,8 +11,8 @@ import { isPipelineError } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
 import { ErrorType } from '../../src/shared';
 import type { EpisodeStore } from '../../src/store/episode-store';
-import type { AllocOutcome } from '../helpers/alloc-client';
-import { runNode } from '../helpers/processes';
+import type { AllocOutcome } from './alloc-client';
+import { runNode } from './processes';
 
 export interface StoreUnderTest {
   store: EpisodeStore;
