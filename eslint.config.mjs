@@ -11,6 +11,60 @@ const SANDBOXED = ['src/workflows/**/*.ts', 'src/domain/**/*.ts', 'src/shared.ts
 const nodeBuiltins = builtinModules.filter((m) => !m.startsWith('_'));
 const sandboxGlobal = (name, why) => ({ name, message: `${name} is not available in workflow code: ${why}` });
 
+// The layers of src/, bottom first (docs/architecture.md, "Layers"). A file may import its own unit and the units of
+// lower floors, nothing on its floor or above: a wrong-way import fails lint, not a review. `only` narrows a unit
+// further (workflows run in the sandbox; the simulator stands in for the outside vendor and knows no store).
+const LAYERS = [
+  [{ name: 'shared', paths: ['src/shared.ts'] }],
+  [{ name: 'domain', paths: ['src/domain'] }],
+  [
+    { name: 'failpoints', paths: ['src/failpoints.ts'] },
+    { name: 'vendor-api', paths: ['src/vendor-api'] },
+    { name: 'temporal-namespace', paths: ['src/temporal-namespace.ts'] },
+  ],
+  [{ name: 'files', paths: ['src/files'] }],
+  [
+    { name: 'store', paths: ['src/store'] },
+    { name: 'vendor-sim', paths: ['src/vendor-sim'], only: ['shared', 'domain', 'vendor-api', 'files'] },
+  ],
+  [
+    { name: 'activities', paths: ['src/activities'] },
+    { name: 'legacy-migration', paths: ['src/legacy-migration'] },
+  ],
+  [
+    { name: 'verify', paths: ['src/verify'] },
+    // Activities only as types (checked below): their code never enters the workflow bundle.
+    { name: 'workflows', paths: ['src/workflows'], only: ['shared', 'domain', 'activities'] },
+  ],
+  [{ name: 'config', paths: ['src/config.ts'] }],
+  [
+    { name: 'telemetry', paths: ['src/telemetry.ts'] },
+    { name: 'temporal-connection', paths: ['src/temporal-connection.ts'] },
+    { name: 'worker-cache', paths: ['src/worker-cache.ts'] },
+    { name: 'workflow-bundle', paths: ['src/workflow-bundle.ts'] },
+  ],
+  [{ name: 'worker', paths: ['src/worker.ts'] }],
+  // The two front doors: the `episodes` CLI and the review desk (web). Each may use the other's modules.
+  [{ name: 'cli and review desk', paths: ['src/cli.ts', 'src/cli', 'src/review'] }],
+  [{ name: 'demo', paths: ['src/demo.ts'] }],
+];
+const layerZones = LAYERS.flatMap((floor, level) =>
+  floor.flatMap((unit) =>
+    LAYERS.flatMap((other, otherLevel) =>
+      other
+        .filter((o) => o !== unit && (otherLevel >= level || (unit.only && !unit.only.includes(o.name))))
+        .map((o) => ({
+          target: unit.paths,
+          from: o.paths,
+          message:
+            otherLevel >= level
+              ? `${unit.name} must not import ${o.name} (same floor or above): layers import downwards only, see docs/architecture.md.`
+              : `${unit.name} imports only ${unit.only.join(', ')}: see docs/architecture.md.`,
+        })),
+    ),
+  ),
+);
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.temporal/**', 'data/**', 'bench/results/**'] },
   js.configs.recommended,
@@ -32,6 +86,28 @@ export default tseslint.config(
     plugins: { 'import-x': importX },
     settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: 'tsconfig.json' })] },
     rules: { 'import-x/no-cycle': 'error' },
+  },
+  {
+    files: ['src/**/*.ts'],
+    rules: { 'import-x/no-restricted-paths': ['error', { zones: layerZones }] },
+  },
+  {
+    // Workflow code takes activities as types only (`proxyActivities<...>`): their code needs Node.
+    files: ['src/workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../activities', '../activities/*'],
+              allowTypeImports: true,
+              message: 'Workflows import activities with `import type` only.',
+            },
+          ],
+        },
+      ],
+    },
   },
   {
     files: SANDBOXED,

@@ -8,6 +8,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { allocateEpisodeOn } from '../src/activities/allocation';
+import { formatEpisodeId } from '../src/domain/episode-id';
 import { isPipelineError } from '../src/domain/errors';
 import type { WeekId } from '../src/domain/week-id';
 import { ErrorType } from '../src/shared';
@@ -248,7 +249,7 @@ async function validateSeededStore(store: EpisodeStore, weeks: SeedWeek[]): Prom
     const r = await allocateEpisodeOn(store, { allocationKey: key, weekId: week.weekId }, by);
     check(
       `seeded key in ${week.weekId} returns its episode`,
-      !r.created && r.episodeId === `${week.weekId}-${seq}`,
+      !r.created && r.episodeId === formatEpisodeId(week.weekId, seq),
       JSON.stringify(r),
     );
   }

@@ -2,7 +2,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { parseEpisodeId } from '../src/domain/episode-id';
-import { fsyncDir, FILE_MODE } from '../src/store/durable-fs';
+import { fsyncDir, FILE_MODE } from '../src/files/durable-fs';
 import { initialState } from '../src/domain/episode-state';
 
 /** Exactly the bytes an allocation writes as the new episode's state.json. */

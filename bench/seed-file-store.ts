@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { DIR_MODE, FILE_MODE } from '../src/store/durable-fs';
+import { DIR_MODE, FILE_MODE } from '../src/files/durable-fs';
 import { FileEpisodeStore, type KeyIndex, type WeekIndex, type WeekIndexEntry } from '../src/store/file-store';
 import type { SeedWeek } from './seed-data';
 

@@ -5,7 +5,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { MetricTags } from '@temporalio/common';
-import type { PaidStep } from '../domain/episode-state';
+import type { PaidStep } from '../domain/paid-step';
 
 export const MetricName = {
   allocations: 'episodes_allocations',

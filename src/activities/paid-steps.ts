@@ -13,7 +13,6 @@ import * as path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import {
-  stepKey,
   type EpisodeState,
   type LedgerEntry,
   type MediaFile,
@@ -21,10 +20,10 @@ import {
   type StepRecord,
 } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
-import { idempotencyKey } from '../domain/names';
+import { idempotencyKey, stepKey } from '../domain/names';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
-import { assertInside, ensureDirDurable, writeFileDurable } from '../store/durable-fs';
+import { assertInside, ensureDirDurable, writeFileDurable } from '../files/durable-fs';
 import type { EpisodeStore } from '../store/episode-store';
 import type { VendorJob } from '../vendor-api/api';
 import { createVendorClient, type VendorClient } from '../vendor-api/client';

@@ -3,34 +3,47 @@ import { PipelineError } from '../domain/errors';
 import { migrateLegacyStore, type MigrationReport } from '../legacy-migration/migrate';
 import { ErrorType } from '../shared';
 import { FileEpisodeStore } from '../store/file-store';
-import { formatProblem } from '../verify/problem';
+import { formatProblem } from '../domain/problem';
 import { printJson, type CliContext } from './context';
 
-/** `migrate`: legacy week-v1 episodes → versioned ids, evidence kept. Does not talk to Temporal. */
+/** The old name of `migrate-legacy`, kept for one release: it was easy to confuse with `store migrate` (schema). */
+const DEPRECATED_NAME = 'migrate';
+
+/** `migrate-legacy`: legacy week-v1 episodes → versioned ids, evidence kept. Does not talk to Temporal. */
 export function registerLegacyMigrationCommands(program: Command, ctx: CliContext): void {
-  program
-    .command('migrate')
-    .description('move legacy (week-v1) episodes to <week>-0, keeping their original files as evidence')
-    .option('--dry-run', 'pre-flight and print the plan; change nothing')
-    .option('--json', 'machine-readable output')
-    .action(async (opts: { dryRun?: boolean; json?: boolean }) => {
-      const store = ctx.getStore();
-      if (!(store instanceof FileEpisodeStore)) {
-        throw new PipelineError(
-          ErrorType.InvalidInput,
-          'legacy data is files: migrate needs a file store (--data-dir)',
-        );
-      }
-      const report = await migrateLegacyStore(store, { dryRun: opts.dryRun === true });
-      if (opts.json) printJson(report);
-      else console.log(describeMigration(report));
-      if (report.status === 'refused') {
-        throw new PipelineError(
-          ErrorType.StoreCorrupt,
-          `migration refused: ${report.problems.length} problem(s); nothing was changed`,
-        );
-      }
-    });
+  for (const name of ['migrate-legacy', DEPRECATED_NAME]) {
+    const deprecated = name === DEPRECATED_NAME;
+    program
+      .command(name, { hidden: deprecated })
+      .description('move legacy (week-v1) episodes to <week>-0, keeping their original files as evidence')
+      .option('--dry-run', 'pre-flight and print the plan; change nothing')
+      .option('--json', 'machine-readable output')
+      .action(async (opts: { dryRun?: boolean; json?: boolean }) => {
+        if (deprecated) {
+          console.error('episodes migrate is deprecated: use episodes migrate-legacy (the old name goes next release)');
+        }
+        await migrateLegacy(ctx, opts);
+      });
+  }
+}
+
+async function migrateLegacy(ctx: CliContext, opts: { dryRun?: boolean; json?: boolean }): Promise<void> {
+  const store = ctx.getStore();
+  if (!(store instanceof FileEpisodeStore)) {
+    throw new PipelineError(
+      ErrorType.InvalidInput,
+      'legacy data is files: migrate-legacy needs a file store (--data-dir)',
+    );
+  }
+  const report = await migrateLegacyStore(store, { dryRun: opts.dryRun === true });
+  if (opts.json) printJson(report);
+  else console.log(describeMigration(report));
+  if (report.status === 'refused') {
+    throw new PipelineError(
+      ErrorType.StoreCorrupt,
+      `migration refused: ${report.problems.length} problem(s); nothing was changed`,
+    );
+  }
 }
 
 function describeMigration(r: MigrationReport): string {

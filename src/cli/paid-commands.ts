@@ -13,7 +13,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Command } from 'commander';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
-import { stepKey, type EpisodeState, type PaidStep } from '../domain/episode-state';
+import type { EpisodeState } from '../domain/episode-state';
+import type { PaidStep } from '../domain/paid-step';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
 import { createVendorClient } from '../vendor-api/client';
@@ -31,23 +32,38 @@ import {
 import { episodeRunTags } from '../workflows/episode-tags';
 import { approverProblem, notesProblem, type DecisionKind } from '../domain/decision';
 import { formatMoney } from '../domain/money';
-import { decisionUpdateId, paidStepWorkflowId, productionWorkflowId, reassemblyWorkflowId } from '../domain/names';
+import {
+  decisionUpdateId,
+  paidStepWorkflowId,
+  productionWorkflowId,
+  reassemblyWorkflowId,
+  stepKey,
+} from '../domain/names';
 import { printJson, type CliContext } from './context';
 
 export function registerPaidCommands(program: Command, ctx: CliContext): void {
-  /** The guard shared by every paid command: a parsed id of an episode that exists. */
-  async function existing(raw: string): Promise<{ id: EpisodeId; state: EpisodeState }> {
-    const { episodeId } = parseEpisodeId(raw);
-    return { id: episodeId, state: await ctx.getStore().requireEpisode(episodeId) };
-  }
+  registerGenerate(program, ctx);
+  registerApprove(program, ctx);
+  registerRework(program, ctx);
+  registerReassemble(program, ctx);
+  registerStatus(program, ctx);
+  registerReconcile(program, ctx);
+}
 
+/** The guard shared by every paid command: a parsed id of an episode that exists. */
+async function existing(ctx: CliContext, raw: string): Promise<{ id: EpisodeId; state: EpisodeState }> {
+  const { episodeId } = parseEpisodeId(raw);
+  return { id: episodeId, state: await ctx.getStore().requireEpisode(episodeId) };
+}
+
+function registerGenerate(program: Command, ctx: CliContext): void {
   program
     .command('generate')
     .description('start production of an existing episode (video, cover, approval, assembly)')
     .argument('<episode_id>')
     .option('--approval-timeout <duration>', "give up waiting for approval after this long, e.g. '7 days'")
     .action(async (raw: string, opts: { approvalTimeout?: string }) => {
-      const { id } = await existing(raw);
+      const { id } = await existing(ctx, raw);
       const client = await ctx.getClient();
       const workflowId = productionWorkflowId(id);
       try {
@@ -64,7 +80,9 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
         throw new PipelineError(ErrorType.InvalidState, `${workflowId} is already running or has completed`);
       }
     });
+}
 
+function registerApprove(program: Command, ctx: CliContext): void {
   program
     .command('approve')
     .description('approve the cut of the current round (update `approve`; answers accepted or refused, with why)')
@@ -74,13 +92,15 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
     .action(async (raw: string, opts: { by: string; round?: string }) => {
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
       const pinned = parseRound(opts.round);
-      const { id } = await existing(raw);
+      const { id } = await existing(ctx, raw);
       const d = await decide(await ctx.getClient(), id, 'approve', by, pinned, (h, round, updateId) =>
         h.executeUpdate(approveUpdate, { args: [{ by, round }], updateId }),
       );
       console.log(`${id}: round ${d.round} approved by ${d.by} (${productionWorkflowId(id)})`);
     });
+}
 
+function registerRework(program: Command, ctx: CliContext): void {
   program
     .command('rework')
     .description('ask for a rework round with notes (update `requestRework`; one paid rework job)')
@@ -92,19 +112,21 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
       const notes = checked(ErrorType.InvalidInput, notesProblem(opts.notes.trim()), opts.notes.trim());
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
       const pinned = parseRound(opts.round);
-      const { id } = await existing(raw);
+      const { id } = await existing(ctx, raw);
       const d = await decide(await ctx.getClient(), id, 'rework', by, pinned, (h, round, updateId) =>
         h.executeUpdate(requestReworkUpdate, { args: [{ notes, by, round }], updateId }),
       );
       console.log(`${id}: rework of round ${d.round} requested by ${d.by} (${productionWorkflowId(id)})`);
     });
+}
 
+function registerReassemble(program: Command, ctx: CliContext): void {
   program
     .command('reassemble')
     .description('assemble the final video of a completed episode again (one paid assembly job)')
     .argument('<episode_id>')
     .action(async (raw: string) => {
-      const { id, state } = await existing(raw);
+      const { id, state } = await existing(ctx, raw);
       if (state.status !== 'completed') {
         throw new PipelineError(
           ErrorType.InvalidState,
@@ -129,16 +151,18 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
       const result = await handle.result();
       console.log(`${workflowId}: new final video sha256=${result.artifact.sha256} (${formatMoney(result.costCents)})`);
     });
+}
 
+function registerStatus(program: Command, ctx: CliContext): void {
   program
     .command('status')
     .description('production status of an episode (query `status`) and its stored steps')
     .argument('<episode_id>')
     .option('--json', 'machine-readable output')
     .action(async (raw: string, opts: { json?: boolean }) => {
-      const { id, state } = await existing(raw);
+      const { id, state } = await existing(ctx, raw);
       const client = await ctx.getClient();
-      let production = null;
+      let production: ProductionStatus | null = null;
       try {
         production = await client.workflow.getHandle(productionWorkflowId(id)).query(statusQuery);
       } catch (e) {
@@ -154,20 +178,36 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
         currency: currencyOf(state),
       };
       if (opts.json) return printJson({ episode_id: id, status: state.status, production, steps, cost });
-      console.log(`${id}: ${state.status}${production ? ` (workflow phase: ${production.phase})` : ''}`);
-      if (production?.phase === 'awaiting_approval') {
-        console.log(
-          `  waiting for a decision on round ${production.reworkRound} since ${production.awaitingSince ?? '?'}`,
-        );
-      }
-      for (const s of steps) console.log(`  ${s.step.padEnd(12)} ${s.status.padEnd(20)} job=${s.remote_job_id ?? '-'}`);
-      console.log(`  cost so far  ${formatMoney(cost.amount_cents, cost.currency)}`);
-      for (const d of production?.decisions ?? []) console.log(`  decision     round ${d.round}: ${d.kind} by ${d.by}`);
-      for (const l of production?.lateDecisions ?? []) {
-        console.log(`  LATE         ${l.kind} by ${l.by} at ${l.at}, ignored: ${l.reason}`);
-      }
+      printStatus(state, production, steps, cost);
     });
+}
 
+function printStatus(
+  state: EpisodeState,
+  production: ProductionStatus | null,
+  steps: { step: string; status: string; remote_job_id: string | null }[],
+  cost: { amount_cents: number; currency: string },
+): void {
+  console.log(`${state.episode_id}: ${state.status}${production ? ` (workflow phase: ${production.phase})` : ''}`);
+  if (production?.phase === 'awaiting_approval') {
+    console.log(`  waiting for a decision on round ${production.reworkRound} since ${production.awaitingSince ?? '?'}`);
+  }
+  for (const s of steps) console.log(`  ${s.step.padEnd(12)} ${s.status.padEnd(20)} job=${s.remote_job_id ?? '-'}`);
+  console.log(`  cost so far  ${formatMoney(cost.amount_cents, cost.currency)}`);
+  for (const d of production?.decisions ?? []) console.log(`  decision     round ${d.round}: ${d.kind} by ${d.by}`);
+  for (const l of production?.lateDecisions ?? []) {
+    console.log(`  LATE         ${l.kind} by ${l.by} at ${l.at}, ignored: ${l.reason}`);
+  }
+}
+
+interface ReconcileOptions {
+  step: string;
+  remoteJob?: string;
+  notSubmitted?: boolean;
+  by: string;
+}
+
+function registerReconcile(program: Command, ctx: CliContext): void {
   program
     .command('reconcile')
     .description('settle a step whose submission outcome is unknown, then let production continue')
@@ -176,55 +216,58 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
     .option('--remote-job <job_id>', 'the vendor did accept it: this is its job')
     .option('--not-submitted', 'the vendor has no such job: it may be submitted again')
     .option('--by <name>', 'who settles it', os.userInfo().username)
-    .action(async (raw: string, opts: { step: string; remoteJob?: string; notSubmitted?: boolean; by: string }) => {
-      if (Boolean(opts.remoteJob) === Boolean(opts.notSubmitted)) {
-        throw new PipelineError(ErrorType.InvalidInput, 'give exactly one of --remote-job J and --not-submitted');
-      }
-      const { step, round } = parseStep(opts.step);
-      const { id, state } = await existing(raw);
-      const key = stepKey(step, round);
-      const record = state.steps[key];
-      if (record?.status !== 'needs_reconciliation') {
-        throw new PipelineError(
-          ErrorType.InvalidState,
-          `${id} ${key} is ${record?.status ?? 'not started'}; nothing to reconcile`,
-        );
-      }
-      let quoted = null;
-      if (opts.remoteJob) {
-        // Check the operator's claim with the vendor before it becomes the step's reference.
-        const vendor = await createVendorClient(envCredentialsLoader(), vendorEndpointFromEnv());
-        const job = await vendor.getJob(opts.remoteJob);
-        if (job.episode_id !== id || job.kind !== step) {
-          throw new PipelineError(
-            ErrorType.InvalidInput,
-            `vendor job ${job.job_id} is a ${job.kind} of ${job.episode_id}, not ${key} of ${id}`,
-          );
-        }
-        quoted = job.quoted_cost;
-      }
-      const at = new Date().toISOString();
-      await ctx.getStore().updateEpisode(id, (s) => {
-        const r = s.steps[key]!;
-        const settled = opts.remoteJob
-          ? { ...r, status: 'submitted' as const, remote_job_id: opts.remoteJob, submitted_at: at, quoted_cost: quoted }
-          : { ...r, status: 'not_submitted' as const };
-        const reconciliation = {
-          resolution: opts.remoteJob ? ('remote-job' as const) : ('not-submitted' as const),
-          by: opts.by,
-          at,
-        };
-        return { ...s, steps: { ...s.steps, [key]: { ...settled, reconciliation, error: null } } };
-      });
-      const client = await ctx.getClient();
-      try {
-        await client.workflow.getHandle(paidStepWorkflowId(id, step, round)).signal(reconciledSignal);
-        console.log(`${id} ${key} reconciled; production continues`);
-      } catch (e) {
-        if (!(e instanceof WorkflowNotFoundError)) throw e;
-        console.log(`${id} ${key} reconciled; no step workflow is waiting (run \`episodes generate ${id}\` to resume)`);
-      }
-    });
+    .action((raw: string, opts: ReconcileOptions) => reconcile(ctx, raw, opts));
+}
+
+async function reconcile(ctx: CliContext, raw: string, opts: ReconcileOptions): Promise<void> {
+  if (Boolean(opts.remoteJob) === Boolean(opts.notSubmitted)) {
+    throw new PipelineError(ErrorType.InvalidInput, 'give exactly one of --remote-job J and --not-submitted');
+  }
+  const { step, round } = parseStep(opts.step);
+  const { id, state } = await existing(ctx, raw);
+  const key = stepKey(step, round);
+  const record = state.steps[key];
+  if (record?.status !== 'needs_reconciliation') {
+    throw new PipelineError(
+      ErrorType.InvalidState,
+      `${id} ${key} is ${record?.status ?? 'not started'}; nothing to reconcile`,
+    );
+  }
+  const quoted = opts.remoteJob ? await checkedQuote(id, step, key, opts.remoteJob) : null;
+  const at = new Date().toISOString();
+  await ctx.getStore().updateEpisode(id, (s) => {
+    const r = s.steps[key]!;
+    const settled = opts.remoteJob
+      ? { ...r, status: 'submitted' as const, remote_job_id: opts.remoteJob, submitted_at: at, quoted_cost: quoted }
+      : { ...r, status: 'not_submitted' as const };
+    const reconciliation = {
+      resolution: opts.remoteJob ? ('remote-job' as const) : ('not-submitted' as const),
+      by: opts.by,
+      at,
+    };
+    return { ...s, steps: { ...s.steps, [key]: { ...settled, reconciliation, error: null } } };
+  });
+  const client = await ctx.getClient();
+  try {
+    await client.workflow.getHandle(paidStepWorkflowId(id, step, round)).signal(reconciledSignal);
+    console.log(`${id} ${key} reconciled; production continues`);
+  } catch (e) {
+    if (!(e instanceof WorkflowNotFoundError)) throw e;
+    console.log(`${id} ${key} reconciled; no step workflow is waiting (run \`episodes generate ${id}\` to resume)`);
+  }
+}
+
+/** Checks the operator's claim with the vendor before it becomes the step's reference; returns the job's quote. */
+async function checkedQuote(id: EpisodeId, step: PaidStep, key: string, remoteJob: string) {
+  const vendor = await createVendorClient(envCredentialsLoader(), vendorEndpointFromEnv());
+  const job = await vendor.getJob(remoteJob);
+  if (job.episode_id !== id || job.kind !== step) {
+    throw new PipelineError(
+      ErrorType.InvalidInput,
+      `vendor job ${job.job_id} is a ${job.kind} of ${job.episode_id}, not ${key} of ${id}`,
+    );
+  }
+  return job.quoted_cost;
 }
 
 type ProductionHandle = ReturnType<Client['workflow']['getHandle']>;

@@ -7,7 +7,9 @@ import {
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
+import { PipelineError } from '../domain/errors';
 import { parseInstant } from '../domain/week-id';
+import { ErrorType } from '../shared';
 import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID_BASE } from '../domain/names';
 import { weeklyEpisodeWorkflow } from '../workflows';
 import { printJson, type CliContext } from './context';
@@ -127,7 +129,10 @@ export function registerScheduleCommands(program: Command, ctx: CliContext): voi
         console.log(`next runs: ${view.next_action_times.join(', ')}`);
         for (const a of view.recent_actions) console.log(`recent: ${a.scheduled_at} → ${a.workflow_id}`);
       } catch (e) {
-        if (e instanceof ScheduleNotFoundError) throw new Error(`schedule ${opts.scheduleId} does not exist`);
+        if (e instanceof ScheduleNotFoundError) {
+          const message = `schedule ${opts.scheduleId} does not exist (create it with \`episodes schedule ensure\`)`;
+          throw new PipelineError(ErrorType.InvalidState, message);
+        }
         throw e;
       }
     });

@@ -5,7 +5,7 @@ import { ErrorType } from '../shared';
 import type { EpisodeStore } from '../store/episode-store';
 import { FileEpisodeStore } from '../store/file-store';
 import { fileStoreSource } from '../verify/file-store-source';
-import { formatProblem } from '../verify/problem';
+import { formatProblem } from '../domain/problem';
 import type { VerifySource } from '../verify/source';
 import { episodeStoreSource } from '../verify/store-source';
 import { verifyStore } from '../verify/verify-store';

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { parseEpisodeId, type EpisodeIdentity } from './episode-id';
 import { parseWeekId } from './week-id';
+import { paidStepSchema } from './paid-step';
 
 const isoInstant = z.iso.datetime({ offset: true });
 
@@ -33,9 +34,8 @@ export const allocatedBySchema = z.discriminatedUnion('kind', [
 ]);
 export type AllocatedBy = z.infer<typeof allocatedBySchema>;
 
-export const PAID_STEPS = ['video', 'cover', 'rework', 'assembly'] as const;
-export const paidStepSchema = z.enum(PAID_STEPS);
-export type PaidStep = z.infer<typeof paidStepSchema>;
+// Kept here too for the modules that read a step kind beside the records that hold it.
+export { PAID_STEPS, paidStepSchema, type PaidStep } from './paid-step';
 
 export const moneySchema = z.strictObject({ amount_cents: z.number().int().nonnegative(), currency: z.string() });
 export type Money = z.infer<typeof moneySchema>;
@@ -138,8 +138,6 @@ export const historyEntrySchema = z.strictObject({
   legacy: z.record(z.string(), z.unknown()).optional(),
 });
 export type HistoryEntry = z.infer<typeof historyEntrySchema>;
-
-export { stepKey } from './names';
 
 /** The state of a freshly allocated episode: identity, key, provenance, nothing produced yet. */
 export function initialState(

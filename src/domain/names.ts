@@ -3,7 +3,7 @@
  * idempotency keys. Pure and importable from workflow code; workflows, activities, the CLI and tests all use it, so a
  * name is never spelled twice. Changing any of these changes what a running production looks up: treat as a format.
  */
-import type { PaidStep } from './episode-state';
+import type { PaidStep } from './paid-step';
 
 export const TASK_QUEUE = 'weekly-media';
 export const SCHEDULE_ID = 'weekly-media';

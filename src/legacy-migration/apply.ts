@@ -17,10 +17,10 @@ import {
   storageError,
   writeFileDurable,
   writeJsonDurable,
-} from '../store/durable-fs';
+} from '../files/durable-fs';
 import type { FileEpisodeStore, WeekIndex } from '../store/file-store';
 import type { LockGuard } from '../store/pipeline-lock';
-import { listNames, readBytesIfExists } from '../verify/read-only-fs';
+import { listNames, readBytesIfExists } from '../files/read-only-fs';
 import { LEGACY_WEEK_KEY } from './legacy-format';
 import type { MigrationLayout } from './journal';
 import type { MigrationPlan, WeekPlan } from './plan';

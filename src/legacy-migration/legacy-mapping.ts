@@ -2,13 +2,11 @@
  * Legacy (week-v1) episode → current schema, as pure functions: the migration writes what `mapLegacyEpisode` returns,
  * and `episodes verify` recomputes it from the preserved evidence to prove that nothing changed since.
  */
-import { formatEpisodeId } from '../domain/episode-id';
+import { formatEpisodeId, type EpisodeId } from '../domain/episode-id';
 import {
   approvalSchema,
   episodeStateSchema,
   historyEntrySchema,
-  paidStepSchema,
-  stepKey,
   type Approval,
   type EpisodeState,
   type HistoryEntry,
@@ -16,9 +14,11 @@ import {
   type MediaFile,
   type StepRecord,
 } from '../domain/episode-state';
+import { stepKey } from '../domain/names';
+import { paidStepSchema } from '../domain/paid-step';
 import type { WeekId } from '../domain/week-id';
 import type { WeekIndexEntry } from '../store/file-store';
-import { ProblemCode, problem, type Problem } from '../verify/problem';
+import { ProblemCode, problem, type Problem } from '../domain/problem';
 import { EVIDENCE_DIR } from './journal';
 import {
   LEGACY_FORMAT,
@@ -94,29 +94,94 @@ export function legacyRepresentationProblems(legacy: LegacyState, file: string, 
   return problems;
 }
 
+/** What the state and the history entry of a migrated episode share. */
+interface MappedParts {
+  episodeId: EpisodeId;
+  fromId: WeekId;
+  roundOf: (jobId: string) => number;
+  media: Record<string, MediaFile>;
+  ledger: LedgerEntry[];
+  approval: Approval | null;
+  completedAt: string;
+  migration: EpisodeState['migration'];
+}
+
 export function mapLegacyEpisode(source: MigrationSource): MappedEpisode {
   const { legacy } = source;
   const fromId: WeekId = legacy.week;
-  const episodeId = formatEpisodeId(fromId, LEGACY_SEQUENCE);
-  const allocatedBy = { kind: 'migration', from_id: fromId } as const;
   const rounds = roundsOf(legacy.remote_jobs);
   const roundOf = (jobId: string): number => rounds.get(jobId) ?? 0;
-  const media = Object.fromEntries(
+  const parts: MappedParts = {
+    episodeId: formatEpisodeId(fromId, LEGACY_SEQUENCE),
+    fromId,
+    roundOf,
+    media: mapMedia(legacy),
+    ledger: legacy.costs.map((c) => ({
+      step: paidStepSchema.parse(c.step),
+      round: roundOf(c.remote_job_id),
+      remote_job_id: c.remote_job_id,
+      amount_cents: c.amount_cents,
+      currency: c.currency,
+      recorded_at: c.recorded_at,
+    })),
+    approval: mapApproval(legacy.approval),
+    completedAt: legacy.completed_at ?? source.history.completed_at,
+    migration: {
+      from_id: fromId,
+      from_format: LEGACY_FORMAT,
+      migrated_at: source.migratedAt,
+      source_state_sha256: source.sourceStateSha256,
+      source_history_sha256: source.sourceHistorySha256,
+      evidence_dir: EVIDENCE_DIR,
+    },
+  };
+  const indexEntry: WeekIndexEntry = {
+    episode_id: parts.episodeId,
+    sequence: LEGACY_SEQUENCE,
+    allocation_key: null,
+    created_at: legacy.created_at,
+    allocated_by: migrationAllocatedBy(fromId),
+  };
+  return { state: mapState(source, parts), history: mapHistory(source, parts), indexEntry };
+}
+
+function migrationAllocatedBy(fromId: WeekId) {
+  return { kind: 'migration', from_id: fromId } as const;
+}
+
+function mapMedia(legacy: LegacyState): Record<string, MediaFile> {
+  return Object.fromEntries(
     Object.entries(legacy.media).map(([name, m]): [string, MediaFile] => [
       name,
       { path: m.path, sha256: m.sha256, bytes: m.bytes },
     ]),
   );
+}
 
-  const ledger: LedgerEntry[] = legacy.costs.map((c) => ({
-    step: paidStepSchema.parse(c.step),
-    round: roundOf(c.remote_job_id),
-    remote_job_id: c.remote_job_id,
-    amount_cents: c.amount_cents,
-    currency: c.currency,
-    recorded_at: c.recorded_at,
-  }));
+function mapState(source: MigrationSource, parts: MappedParts): EpisodeState {
+  const { legacy } = source;
+  return episodeStateSchema.parse({
+    schema: 'episode-state/v1',
+    episode_id: parts.episodeId,
+    week_id: parts.fromId,
+    sequence: LEGACY_SEQUENCE,
+    allocation_key: null,
+    allocated_by: migrationAllocatedBy(parts.fromId),
+    created_at: legacy.created_at,
+    status: 'completed',
+    steps: mapSteps(legacy, parts),
+    ledger: parts.ledger,
+    approval: parts.approval,
+    media: parts.media,
+    completed_at: parts.completedAt,
+    migration: parts.migration,
+    legacy: source.raw,
+  } satisfies EpisodeState);
+}
 
+/** One step record per paid remote job; the latest succeeded job of a step holds that step's media. */
+function mapSteps(legacy: LegacyState, parts: MappedParts): Record<string, StepRecord> {
+  const { roundOf } = parts;
   const steps: Record<string, StepRecord> = {};
   for (const job of legacy.remote_jobs) {
     const step = paidStepSchema.safeParse(job.step);
@@ -127,78 +192,43 @@ export function mapLegacyEpisode(source: MigrationSource): MappedEpisode {
     steps[stepKey(step.data, round)] = {
       step: step.data,
       round,
-      idempotency_key: `${LEGACY_FORMAT}:${fromId}:${job.remote_job_id}`,
+      idempotency_key: `${LEGACY_FORMAT}:${parts.fromId}:${job.remote_job_id}`,
       status: succeeded ? 'succeeded' : 'failed',
       intent_at: job.submitted_at,
       spec: {},
       remote_job_id: job.remote_job_id,
       submitted_at: job.submitted_at,
       quoted_cost: null,
-      artifact: succeeded && latest ? (media[job.step] ?? null) : null,
+      artifact: succeeded && latest ? (parts.media[job.step] ?? null) : null,
       charged: legacy.costs.some((c) => c.remote_job_id === job.remote_job_id),
       reconciliation: null,
       error: null,
     };
   }
+  return steps;
+}
 
-  const migration = {
-    from_id: fromId,
-    from_format: LEGACY_FORMAT,
-    migrated_at: source.migratedAt,
-    source_state_sha256: source.sourceStateSha256,
-    source_history_sha256: source.sourceHistorySha256,
-    evidence_dir: EVIDENCE_DIR,
-  } as const;
-  const approval = mapApproval(legacy.approval);
-  const completedAt = legacy.completed_at ?? source.history.completed_at;
-
-  const state = episodeStateSchema.parse({
-    schema: 'episode-state/v1',
-    episode_id: episodeId,
-    week_id: fromId,
-    sequence: LEGACY_SEQUENCE,
-    allocation_key: null,
-    allocated_by: allocatedBy,
-    created_at: legacy.created_at,
-    status: 'completed',
-    steps,
-    ledger,
-    approval,
-    media,
-    completed_at: completedAt,
-    migration,
-    legacy: source.raw,
-  } satisfies EpisodeState);
-
-  const history = historyEntrySchema.parse({
+function mapHistory(source: MigrationSource, parts: MappedParts): HistoryEntry {
+  return historyEntrySchema.parse({
     schema: 'history-entry/v1',
-    episode_id: episodeId,
-    week_id: fromId,
+    episode_id: parts.episodeId,
+    week_id: parts.fromId,
     sequence: LEGACY_SEQUENCE,
     allocation_key: null,
-    completed_at: completedAt,
-    remote_jobs: legacy.remote_jobs.map((j) => ({
+    completed_at: parts.completedAt,
+    remote_jobs: source.legacy.remote_jobs.map((j) => ({
       step: j.step,
-      round: roundOf(j.remote_job_id),
+      round: parts.roundOf(j.remote_job_id),
       remote_job_id: j.remote_job_id,
     })),
-    ledger,
+    ledger: parts.ledger,
     total_cost_cents: source.history.total_cost_cents,
     currency: source.history.currency,
-    approval,
-    media,
-    migration,
+    approval: parts.approval,
+    media: parts.media,
+    migration: parts.migration,
     legacy: source.historyRaw,
   } satisfies HistoryEntry);
-
-  const indexEntry: WeekIndexEntry = {
-    episode_id: episodeId,
-    sequence: LEGACY_SEQUENCE,
-    allocation_key: null,
-    created_at: legacy.created_at,
-    allocated_by: allocatedBy,
-  };
-  return { state, history, indexEntry };
 }
 
 /** Legacy had no rounds: jobs of the same step are numbered in the order they are recorded. */

@@ -1,11 +1,11 @@
 /**
- * `episodes migrate`: week-v1 → versioned ids. Plan and pre-flight everything first, read-only and without the lock,
+ * `episodes migrate-legacy`: week-v1 → versioned ids. Plan and pre-flight everything first, read-only and without the lock,
  * so that a refusal changes nothing on disk; then plan again under the pipeline lock and apply. No credentials, no
  * network: this module only touches files under the data dir.
  */
 import { failpoint } from '../failpoints';
 import type { FileEpisodeStore } from '../store/file-store';
-import type { Problem } from '../verify/problem';
+import type { Problem } from '../domain/problem';
 import { applyMigration } from './apply';
 import { MigrationLayout } from './journal';
 import { planMigration, type MigrationPlan, type WeekSteps } from './plan';

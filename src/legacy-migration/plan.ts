@@ -11,9 +11,9 @@ import { episodeStateSchema, historyEntrySchema } from '../domain/episode-state'
 import { parseWeekId, type WeekId } from '../domain/week-id';
 import { unexpectedContent } from '../domain/zod-issue';
 import { weekIndexSchema, type FileEpisodeStore, type WeekIndex } from '../store/file-store';
-import { checkMediaFile, resolveInside, sha256Hex } from '../verify/media';
-import { ProblemCode, problem, type Problem } from '../verify/problem';
-import { isDirectory, listNames, parseBytes, readBytesIfExists, requireDataDir } from '../verify/read-only-fs';
+import { checkMediaFile, resolveInside, sha256Hex } from '../files/media';
+import { ProblemCode, problem, type Problem } from '../domain/problem';
+import { isDirectory, listNames, parseBytes, readBytesIfExists, requireDataDir } from '../files/read-only-fs';
 import { MigrationLayout, migrationJournalSchema, type MigrationJournal } from './journal';
 import {
   LEGACY_FORMAT,
@@ -218,26 +218,63 @@ interface WeekContext {
   problems: Problem[];
 }
 
+type Report = (code: ProblemCode, message: string, file: string) => void;
+
+/** Where a week's original state.json is now (beside its media until the move, then the evidence copy). */
+interface WeekSource {
+  legacyDir: string;
+  targetDir: string;
+  inLegacyDir: boolean;
+  inTargetDir: boolean;
+  evidenceBytes: Buffer | undefined;
+  sourceFile: string;
+  sourceBytes: Buffer;
+  sourceStateSha256: string;
+}
+
+/** One legacy week: where it stands, whether it is sound, what it becomes, and which steps are still to do. */
 async function planWeek(store: FileEpisodeStore, layout: MigrationLayout, ctx: WeekContext): Promise<WeekPlan | null> {
   const { fromId, problems } = ctx;
   const episodeId = formatEpisodeId(fromId, LEGACY_SEQUENCE);
-  const legacyDir = layout.legacyDir(fromId);
-  const targetDir = layout.targetDir(episodeId);
   const journalWeek = ctx.journal?.weeks.find((w) => w.from_id === fromId);
   const before = problems.length;
-  const report = (code: ProblemCode, message: string, file: string) =>
-    problems.push(problem(code, message, { episode_id: fromId, file }));
+  const report: Report = (code, message, file) => problems.push(problem(code, message, { episode_id: fromId, file }));
 
   if (ctx.journal && !journalWeek) {
-    report(ProblemCode.MigrationJournalMismatch, 'legacy episode appeared after the migration started', legacyDir);
+    report(
+      ProblemCode.MigrationJournalMismatch,
+      'legacy episode appeared after the migration started',
+      layout.legacyDir(fromId),
+    );
     return null;
   }
+  const source = await locateSource(layout, ctx, episodeId, journalWeek, report);
+  if (!source) return null;
+  const parsed = await checkLegacyWeek(layout, ctx, source, report);
+  if (!parsed || problems.length > before || !ctx.history) return null;
+  const mapped = mapWeek(ctx, ctx.history, source, parsed, report);
+  if (!mapped) return null;
+  const pending = await pendingSteps(store, fromId, episodeId, source, mapped, report, problems);
+  if (problems.length > before) return null;
+  const { legacyDir, targetDir, sourceBytes } = source;
+  return { fromId, episodeId, legacyDir, targetDir, sourceBytes, legacy: parsed.legacy, mapped, pending };
+}
+
+async function locateSource(
+  layout: MigrationLayout,
+  ctx: WeekContext,
+  episodeId: EpisodeId,
+  journalWeek: MigrationJournal['weeks'][number] | undefined,
+  report: Report,
+): Promise<WeekSource | null> {
+  const { fromId } = ctx;
+  const legacyDir = layout.legacyDir(fromId);
+  const targetDir = layout.targetDir(episodeId);
   const inLegacyDir = await isDirectory(legacyDir);
   const inTargetDir = await isDirectory(targetDir);
   const evidenceFile = layout.evidenceState(fromId);
   const evidenceBytes = await readBytesIfExists(evidenceFile);
 
-  // Where the original state.json bytes are now: beside the media until the move, in the evidence copy after it.
   let sourceFile: string;
   let sourceBytes: Buffer | undefined;
   if (inLegacyDir && inTargetDir) {
@@ -274,45 +311,74 @@ async function planWeek(store: FileEpisodeStore, layout: MigrationLayout, ctx: W
       evidenceFile,
     );
   }
+  return { legacyDir, targetDir, inLegacyDir, inTargetDir, evidenceBytes, sourceFile, sourceBytes, sourceStateSha256 };
+}
 
-  const parsed = parseLegacyState(sourceFile, sourceBytes, fromId, problems);
+/** The legacy state parses, agrees with history.json, and every media file it records is there and intact. */
+async function checkLegacyWeek(
+  layout: MigrationLayout,
+  ctx: WeekContext,
+  source: WeekSource,
+  report: Report,
+): Promise<{ raw: JsonObject; legacy: LegacyState } | null> {
+  const { fromId, problems } = ctx;
+  const parsed = parseLegacyState(source.sourceFile, source.sourceBytes, fromId, problems);
   if (!parsed) return null;
-  const { raw, legacy } = parsed;
-  problems.push(...legacyRepresentationProblems(legacy, sourceFile, fromId));
+  problems.push(...legacyRepresentationProblems(parsed.legacy, source.sourceFile, fromId));
   if (ctx.history === undefined) {
     report(ProblemCode.LegacyHistoryMismatch, `history.json has no entry for ${fromId}`, layout.legacyHistory);
   } else if (ctx.history !== null) {
-    problems.push(...historyDisagreements(layout.legacyHistory, fromId, legacy, ctx.history));
+    problems.push(...historyDisagreements(layout.legacyHistory, fromId, parsed.legacy, ctx.history));
   }
-  const mediaDir = inLegacyDir ? legacyDir : targetDir;
-  for (const [name, media] of Object.entries(legacy.media)) {
+  const mediaDir = source.inLegacyDir ? source.legacyDir : source.targetDir;
+  for (const [name, media] of Object.entries(parsed.legacy.media)) {
     if (resolveInside(mediaDir, media.path) === path.join(mediaDir, 'state.json')) {
       report(ProblemCode.MediaPathInvalid, `media ${name} is recorded as state.json`, mediaDir);
       continue;
     }
     problems.push(...(await checkMediaFile(mediaDir, name, media, fromId)));
   }
-  if (problems.length > before || !ctx.history) return null;
+  return parsed;
+}
 
-  let mapped: MappedEpisode;
+function mapWeek(
+  ctx: WeekContext,
+  history: LegacyHistoryWeek,
+  source: WeekSource,
+  parsed: { raw: JsonObject; legacy: LegacyState },
+  report: Report,
+): MappedEpisode | null {
   try {
-    mapped = mapLegacyEpisode({
-      raw,
-      legacy,
-      historyRaw: ctx.history.raw,
-      history: ctx.history.entry,
-      sourceStateSha256,
+    return mapLegacyEpisode({
+      raw: parsed.raw,
+      legacy: parsed.legacy,
+      historyRaw: history.raw,
+      history: history.entry,
+      sourceStateSha256: source.sourceStateSha256,
       sourceHistorySha256: ctx.sourceHistorySha256,
       migratedAt: ctx.migratedAt,
     });
   } catch (e) {
-    report(ProblemCode.LegacyUnrepresentable, `does not fit the current schema: ${(e as Error).message}`, sourceFile);
+    const message = `does not fit the current schema: ${(e as Error).message}`;
+    report(ProblemCode.LegacyUnrepresentable, message, source.sourceFile);
     return null;
   }
+}
 
+/** Which steps of the week are still to do; a target that holds something else than the migration's is reported. */
+async function pendingSteps(
+  store: FileEpisodeStore,
+  fromId: WeekId,
+  episodeId: EpisodeId,
+  source: WeekSource,
+  mapped: MappedEpisode,
+  report: Report,
+  problems: Problem[],
+): Promise<WeekSteps> {
+  const { targetDir, inTargetDir } = source;
   const pending: WeekSteps = {
-    evidence: evidenceBytes === undefined,
-    move: inLegacyDir,
+    evidence: source.evidenceBytes === undefined,
+    move: source.inLegacyDir,
     state: true,
     history: true,
     index: true,
@@ -321,7 +387,7 @@ async function planWeek(store: FileEpisodeStore, layout: MigrationLayout, ctx: W
   if (inTargetDir && pending.state) {
     const stateFile = path.join(targetDir, 'state.json');
     const current = await readBytesIfExists(stateFile);
-    if (current && sha256Hex(current) !== sourceStateSha256) {
+    if (current && sha256Hex(current) !== source.sourceStateSha256) {
       report(ProblemCode.MigrationTargetTaken, 'neither the legacy state nor its migrated form', stateFile);
     }
   }
@@ -345,8 +411,7 @@ async function planWeek(store: FileEpisodeStore, layout: MigrationLayout, ctx: W
       );
     }
   }
-  if (problems.length > before) return null;
-  return { fromId, episodeId, legacyDir, targetDir, sourceBytes, legacy, mapped, pending };
+  return pending;
 }
 
 function parseLegacyState(

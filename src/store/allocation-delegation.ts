@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { parseAllocationKey } from '../domain/allocation-key';
+import { formatEpisodeId, MAX_SEQUENCE } from '../domain/episode-id';
 import { allocatedBySchema, episodeIdSchema, weekIdSchema } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
@@ -28,7 +29,7 @@ const replySchema = z.strictObject({
       kind: z.literal('allocated'),
       episodeId: episodeIdSchema,
       weekId: weekIdSchema,
-      sequence: z.number().int().nonnegative(),
+      sequence: z.number().int().nonnegative().max(MAX_SEQUENCE),
       created: z.boolean(),
     }),
     z.strictObject({
@@ -55,7 +56,7 @@ export function allocationDelegation(request: AllocationRequest): Delegation<All
       const o = reply.outcome;
       if (o.kind === 'refused') throw new PipelineError(o.type, o.message, o.details);
       // Not an answer to this request, or not a consistent one.
-      if (o.weekId !== request.weekId || o.episodeId !== `${o.weekId}-${o.sequence}`) return undefined;
+      if (o.weekId !== request.weekId || o.episodeId !== formatEpisodeId(o.weekId, o.sequence)) return undefined;
       return { value: { episodeId: o.episodeId, weekId: o.weekId, sequence: o.sequence, created: o.created } };
     },
   };

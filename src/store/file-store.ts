@@ -54,7 +54,7 @@ import {
   storageError,
   writeJsonDurable,
   type StagedFile,
-} from './durable-fs';
+} from '../files/durable-fs';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { allocatedReply, allocationDelegation, readDelegatedRequest, refusedReply } from './allocation-delegation';
 import { DirectoryLock, PipelineLock, type DelegatedRequest, type LockGuard } from './pipeline-lock';

@@ -14,7 +14,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { EpisodeState, HistoryEntry } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
-import { ensureDirDurable, exists, fsyncDir, storageError } from './durable-fs';
+import { ensureDirDurable, exists, fsyncDir, storageError } from '../files/durable-fs';
 import { FileEpisodeStore } from './file-store';
 import { PostgresEpisodeStore } from './postgres-store';
 import { isPostgresUrl } from './postgres-url';

@@ -3,7 +3,7 @@
  * drift. Response schemas are `z.object` (unknown fields dropped): a vendor adding a field must not break us.
  */
 import { z } from 'zod';
-import { PAID_STEPS, paidStepSchema } from '../domain/episode-state';
+import { PAID_STEPS, paidStepSchema } from '../domain/paid-step';
 
 /** The simulator's usual port; `VENDOR_BASE_URL` defaults to it. */
 export const DEFAULT_VENDOR_PORT = 8790;

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { PipelineError } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
-import { ensureDirDurable } from '../store/durable-fs';
+import { ensureDirDurable } from '../files/durable-fs';
 import { ErrorType } from '../shared';
 import {
   ARTIFACT_SHA256_HEADER,

@@ -1,6 +1,6 @@
 /** What the vendor simulator keeps across restarts: jobs, charges and idempotency records, in one JSON file. */
 import { z } from 'zod';
-import { readJsonFile, writeJsonDurable } from '../store/durable-fs';
+import { readJsonFile, writeJsonDurable } from '../files/durable-fs';
 import { chargeSchema, jobAcceptedSchema, jobKindSchema, wireMoneySchema } from '../vendor-api/api';
 
 export const SIMULATOR_STATE_SCHEMA = 'vendor-sim-state/v1';

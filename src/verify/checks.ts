@@ -3,8 +3,10 @@
  * any store. Storage-specific structure (the file store's index against its directories) is checked elsewhere.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { stepKey, type EpisodeState, type HistoryEntry, type PaidStep } from '../domain/episode-state';
-import { ProblemCode, problem, type Problem } from './problem';
+import type { EpisodeState, HistoryEntry } from '../domain/episode-state';
+import type { PaidStep } from '../domain/paid-step';
+import { stepKey } from '../domain/names';
+import { ProblemCode, problem, type Problem } from '../domain/problem';
 import type { Located } from './source';
 
 export function checkRecords(

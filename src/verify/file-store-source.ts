@@ -2,7 +2,7 @@
  * `episodes verify` over the file store, read-only: every file is read directly (never through a store method that
  * takes the lock or creates directories), a file that does not parse is one problem and not the end of the check, and
  * the file store's own structure is checked: index/weeks (the commit point) against episodes/<id>/, key files, and
- * legacy (week-v1) data still waiting for `episodes migrate`.
+ * legacy (week-v1) data still waiting for `episodes migrate-legacy`.
  */
 import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -12,8 +12,8 @@ import { parseWeekId } from '../domain/week-id';
 import { LEGACY_WEEK_KEY } from '../legacy-migration/legacy-format';
 import { planMigration } from '../legacy-migration/plan';
 import { FileEpisodeStore, keyIndexSchema, weekIndexSchema, type WeekIndexEntry } from '../store/file-store';
-import { ProblemCode, problem, type Problem } from './problem';
-import { isDirectory, listNames, parseBytes, readBytesIfExists, requireDataDir } from './read-only-fs';
+import { ProblemCode, problem, type Problem } from '../domain/problem';
+import { isDirectory, listNames, parseBytes, readBytesIfExists, requireDataDir } from '../files/read-only-fs';
 import type { LoadedStore, Located, VerifySource } from './source';
 
 export function fileStoreSource(dataDir: string): VerifySource {
@@ -208,7 +208,7 @@ async function checkKeyIndex(store: FileEpisodeStore, entry: IndexedEpisode): Pr
   return listed ? [] : [problem(ProblemCode.KeyIndexMissing, `key file does not list ${entry.episode_id}`, where)];
 }
 
-/** Week-v1 data still in place: what `episodes migrate` would refuse, and one line per thing it would still do. */
+/** Week-v1 data still in place: what `episodes migrate-legacy` would refuse, and one line per thing it would still do. */
 async function legacyProblems(store: FileEpisodeStore): Promise<Problem[]> {
   const outcome = await planMigration(store, () => new Date(0));
   if (outcome.kind === 'nothing-to-migrate') return [];
@@ -221,7 +221,7 @@ async function legacyProblems(store: FileEpisodeStore): Promise<Problem[]> {
     problems.push(
       problem(
         ProblemCode.LegacyUnmigrated,
-        `legacy episode not migrated to ${week.episodeId} (to do: ${steps.join(', ')}); run episodes migrate`,
+        `legacy episode not migrated to ${week.episodeId} (to do: ${steps.join(', ')}); run episodes migrate-legacy`,
         {
           episode_id: week.fromId,
           file: week.pending.move ? week.legacyDir : week.targetDir,
@@ -231,7 +231,7 @@ async function legacyProblems(store: FileEpisodeStore): Promise<Problem[]> {
   }
   if (outcome.plan.legacyHistoryPresent) {
     problems.push(
-      problem(ProblemCode.LegacyUnmigrated, 'legacy history.json still in place; run episodes migrate', {
+      problem(ProblemCode.LegacyUnmigrated, 'legacy history.json still in place; run episodes migrate-legacy', {
         file: outcome.plan.layout.legacyHistory,
       }),
     );

@@ -5,7 +5,7 @@
  */
 import type { EpisodeId } from '../domain/episode-id';
 import type { EpisodeState, HistoryEntry } from '../domain/episode-state';
-import type { Problem } from './problem';
+import type { Problem } from '../domain/problem';
 
 /** A record and where it was read from (a file path, or a row description for a database). */
 export interface Located<T> {

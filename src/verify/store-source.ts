@@ -5,7 +5,7 @@
  */
 import type { EpisodeState, HistoryEntry } from '../domain/episode-state';
 import type { EpisodeStore } from '../store/episode-store';
-import { ProblemCode, problem, type Problem } from './problem';
+import { ProblemCode, problem, type Problem } from '../domain/problem';
 import type { LoadedStore, VerifySource } from './source';
 
 export function episodeStoreSource(store: EpisodeStore, options: { evidenceBase: string }): VerifySource {

@@ -5,8 +5,8 @@
 import type { EpisodeId } from '../domain/episode-id';
 import { checkRecords } from './checks';
 import { checkAgainstEvidence } from './evidence-check';
-import { checkMediaFile } from './media';
-import { ProblemCode, problem, sortProblems, type Problem } from './problem';
+import { checkMediaFile } from '../files/media';
+import { ProblemCode, problem, sortProblems, type Problem } from '../domain/problem';
 import type { VerifySource } from './source';
 
 export interface VerifyReport {

@@ -8,7 +8,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep } from '../activities/paid-steps';
-import type { PaidStep } from '../domain/episode-state';
+import type { PaidStep } from '../domain/paid-step';
 import { lifecycleActivityOptions } from './activity-options';
 import { descriptions, statusQuery, type ProductionStatus } from './messages';
 import { installApprovalGate, showWaiting, type ApprovalGate } from './approval-gate';

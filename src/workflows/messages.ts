@@ -1,7 +1,7 @@
 /** Signals, updates and queries, defined once; workflows, the CLI and tests import them from here. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { DecisionKind } from '../domain/decision';
-import type { PaidStep } from '../domain/episode-state';
+import type { PaidStep } from '../domain/paid-step';
 
 export interface ApproveInput {
   by: string;

@@ -21,7 +21,7 @@ const KNOWN_TYPES: readonly string[] = Object.values(ErrorType);
 const USAGE_TYPES: readonly string[] = [ErrorType.InvalidInput, ErrorType.InvalidAllocationRequest];
 
 /** Commands that would reach Temporal, a vendor or another store before any check: not fuzzed here. */
-const REACHES_OUT = ['run', 'schedule', 'vendor-sim', 'store', 'migrate'];
+const REACHES_OUT = ['run', 'schedule', 'vendor-sim', 'store', 'migrate', 'migrate-legacy'];
 
 interface Outcome {
   code: number;

@@ -19,7 +19,7 @@ const KILL_POINTS: string[] = [
   'migration.legacy-history-removed',
 ];
 
-describe('episodes migrate: killed at each step, then run again', () => {
+describe('episodes migrate-legacy: killed at each step, then run again', () => {
   const dirs: string[] = [];
   let reference: Record<string, string>;
 
@@ -32,7 +32,7 @@ describe('episodes migrate: killed at each step, then run again', () => {
 
   before(async () => {
     const dir = await freshLegacyDir();
-    const run = await runCli(['--data-dir', dir, 'migrate']);
+    const run = await runCli(['--data-dir', dir, 'migrate-legacy']);
     assert.equal(run.code, 0, run.stderr);
     reference = await snapshotTree(dir, { normalizeTimes: true });
   });
@@ -44,12 +44,12 @@ describe('episodes migrate: killed at each step, then run again', () => {
     it(`killed at ${point}: the re-run completes, nothing lost or duplicated`, async () => {
       const dir = await freshLegacyDir();
       const [name, hit] = point.split('@');
-      const killed = await runCli(['--data-dir', dir, 'migrate'], {
+      const killed = await runCli(['--data-dir', dir, 'migrate-legacy'], {
         env: { EPISODES_FAILPOINTS: `${name}=kill${hit ? `@${hit}` : ''}` },
       });
       assert.equal(killed.signal, 'SIGKILL', `the failpoint was not reached: ${killed.stdout}${killed.stderr}`);
 
-      const rerun = await runCliJson<MigrationReport>(['--data-dir', dir, 'migrate']);
+      const rerun = await runCliJson<MigrationReport>(['--data-dir', dir, 'migrate-legacy']);
       assert.equal(rerun.code, 0, rerun.stderr);
       if (point === 'migration.legacy-history-removed') {
         assert.equal(rerun.json.status, 'nothing-to-migrate');
@@ -78,7 +78,7 @@ describe('episodes migrate: killed at each step, then run again', () => {
         const state = episodeStateSchema.parse(await readJson(path.join(dir, 'episodes', `${week}-0`, 'state.json')));
         assert.equal(state.ledger.length, 2);
       }
-      const third = await runCliJson<MigrationReport>(['--data-dir', dir, 'migrate']);
+      const third = await runCliJson<MigrationReport>(['--data-dir', dir, 'migrate-legacy']);
       assert.equal(third.json.status, 'nothing-to-migrate');
       const verify = await runCliJson<VerifyReport>(['--data-dir', dir, 'verify']);
       assert.equal(verify.code, 0, verify.stdout);

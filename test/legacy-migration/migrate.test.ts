@@ -22,7 +22,7 @@ interface LegacyCost {
   recorded_at: string;
 }
 
-describe('episodes migrate: week-v1 → versioned ids', () => {
+describe('episodes migrate-legacy: week-v1 → versioned ids', () => {
   const given = legacyDirPerTest();
 
   it('moves both weeks to <week>-0 keeping media bytes, every legacy field, jobs and costs; verify is clean', async () => {
@@ -33,7 +33,7 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
       }
     }
 
-    const run = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate']);
+    const run = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate-legacy']);
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.json.status, 'migrated');
     assert.deepEqual(
@@ -146,9 +146,9 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
   });
 
   it('a second run reports nothing to migrate and changes nothing (whole-tree hash and mtimes)', async () => {
-    assert.equal((await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate'])).code, 0);
+    assert.equal((await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate-legacy'])).code, 0);
     const before = await snapshotTree(given.dataDir, { mtimes: true });
-    const again = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate']);
+    const again = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate-legacy']);
     assert.equal(again.code, 0, again.stderr);
     assert.equal(again.json.status, 'nothing-to-migrate');
     assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
@@ -156,7 +156,7 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
 
   it('--dry-run plans both weeks and changes nothing', async () => {
     const before = await snapshotTree(given.dataDir, { mtimes: true });
-    const dry = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate', '--dry-run']);
+    const dry = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate-legacy', '--dry-run']);
     assert.equal(dry.code, 0, dry.stderr);
     assert.equal(dry.json.status, 'dry-run');
     assert.deepEqual(
@@ -169,8 +169,20 @@ describe('episodes migrate: week-v1 → versioned ids', () => {
     assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
   });
 
+  it('the old name `migrate` still runs the same command, with one deprecation line on stderr', async () => {
+    const dry = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate', '--dry-run']);
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.equal(dry.json.status, 'dry-run');
+    const lines = dry.stderr.split('\n').filter((l) => l.trim() !== '');
+    assert.equal(lines.length, 1, dry.stderr);
+    assert.match(lines[0]!, /deprecated.*migrate-legacy/);
+    const run = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate']);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.json.status, 'migrated');
+  });
+
   it('after migration, plan --key K --week 2026-W31 allocates 2026-W31-1', async () => {
-    assert.equal((await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate'])).code, 0);
+    assert.equal((await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate-legacy'])).code, 0);
     const plan = await runCliJson<{ episode_id: string; created: boolean }>([
       '--data-dir',
       given.dataDir,

@@ -15,7 +15,7 @@ interface TrapReport {
   connections: string[];
 }
 
-describe('episodes migrate and verify: no vendor request, no credentials read', () => {
+describe('episodes migrate-legacy and verify: no vendor request, no credentials read', () => {
   let server: http.Server;
   let vendorUrl: string;
   let requests = 0;
@@ -72,7 +72,7 @@ describe('episodes migrate and verify: no vendor request, no credentials read', 
     await fs.mkdir(dataDir);
     await writeLegacyFixture(dataDir);
     const before = { requests, connections };
-    for (const args of [['migrate', '--dry-run'], ['migrate'], ['verify']]) {
+    for (const args of [['migrate-legacy', '--dry-run'], ['migrate-legacy'], ['verify']]) {
       const { report, env } = trapEnv();
       const result = await runCli(['--data-dir', dataDir, ...args], { nodeArgs: ['--require', PRELOAD], env });
       assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);

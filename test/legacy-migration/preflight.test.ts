@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { MigrationReport } from '../../src/legacy-migration/migrate';
-import { ProblemCode, type Problem } from '../../src/verify/problem';
+import { ProblemCode, type Problem } from '../../src/domain/problem';
 import type { VerifyReport } from '../../src/verify/verify-store';
 import type { LegacyFixture } from '../helpers/legacy-fixture';
 import { legacyDirPerTest, runCli, runCliJson, snapshotTree } from '../helpers/legacy-harness';
@@ -69,7 +69,7 @@ const DAMAGES: Damage[] = [
 const names = (problems: Problem[], code: ProblemCode, file: string) =>
   problems.some((p) => p.code === code && p.file === file);
 
-describe('episodes migrate: pre-flight refusals change nothing; verify reports the same', () => {
+describe('episodes migrate-legacy: pre-flight refusals change nothing; verify reports the same', () => {
   const given = legacyDirPerTest();
 
   for (const damage of DAMAGES) {
@@ -77,7 +77,7 @@ describe('episodes migrate: pre-flight refusals change nothing; verify reports t
       const file = await damage.apply(given.dataDir, given.fixture);
       const before = await snapshotTree(given.dataDir, { mtimes: true });
 
-      for (const args of [['migrate'], ['migrate', '--dry-run']]) {
+      for (const args of [['migrate-legacy'], ['migrate-legacy', '--dry-run']]) {
         const run = await runCli(['--data-dir', given.dataDir, ...args, '--json']);
         // First: nothing on disk changed (content, modes, mtimes), whatever the run printed.
         assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
@@ -98,7 +98,7 @@ describe('episodes migrate: pre-flight refusals change nothing; verify reports t
     await DAMAGES[0]!.apply(given.dataDir, given.fixture);
     const before = await snapshotTree(given.dataDir, { mtimes: true });
     // Without the pre-flight the sound week is migrated before anything notices the tampered one.
-    await runCli(['--data-dir', given.dataDir, 'migrate'], {
+    await runCli(['--data-dir', given.dataDir, 'migrate-legacy'], {
       env: { EPISODES_UNSAFE_IGNORE_MIGRATION_PREFLIGHT_FOR_TESTS: '1' },
     });
     assert.notDeepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);

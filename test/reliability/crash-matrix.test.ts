@@ -5,7 +5,7 @@
  * stores: the file store, and PostgreSQL (whose killed worker's connections die with it, mid-transaction).
  * `npm test` runs every file-store row and a representative PostgreSQL subset; EPISODES_FAULTS=full (`npm run
  * test:faults`) runs every PostgreSQL row too.
- * Migration failpoints are not on this path; test/legacy-migration/crash.test.ts kills `episodes migrate` at each of them.
+ * Migration failpoints are not on this path; test/legacy-migration/crash.test.ts kills `episodes migrate-legacy` at each of them.
  */
 import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync, readdirSync, readFileSync } from 'node:fs';

@@ -11,7 +11,7 @@ import { FileEpisodeStore } from '../../src/store/file-store';
 import { ledgerTotals } from '../../src/store/postgres-copy';
 import { PostgresEpisodeStore } from '../../src/store/postgres-store';
 import { fileStoreSource } from '../../src/verify/file-store-source';
-import { ProblemCode } from '../../src/verify/problem';
+import { ProblemCode } from '../../src/domain/problem';
 import { verifyStore, type VerifyReport } from '../../src/verify/verify-store';
 import { writeLegacyFixture } from '../helpers/legacy-fixture';
 import { freshDatabase } from '../helpers/postgres';

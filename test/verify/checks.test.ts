@@ -8,7 +8,7 @@ import { initialState } from '../../src/domain/episode-state';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { checkRecords } from '../../src/verify/checks';
 import { fileStoreSource } from '../../src/verify/file-store-source';
-import { ProblemCode } from '../../src/verify/problem';
+import { ProblemCode } from '../../src/domain/problem';
 import type { Located } from '../../src/verify/source';
 import { episodeStoreSource } from '../../src/verify/store-source';
 import { verifyStore } from '../../src/verify/verify-store';

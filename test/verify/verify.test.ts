@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { episodeStateSchema, historyEntrySchema } from '../../src/domain/episode-state';
 import { migrateLegacyStore } from '../../src/legacy-migration/migrate';
 import { FileEpisodeStore, weekIndexSchema } from '../../src/store/file-store';
-import { ProblemCode, type Problem } from '../../src/verify/problem';
+import { ProblemCode, type Problem } from '../../src/domain/problem';
 import type { VerifyReport } from '../../src/verify/verify-store';
 import { collect } from '../helpers/processes';
 import { legacyDirPerTest, runCli, runCliJson, snapshotTree, tempDir } from '../helpers/legacy-harness';

@@ -5,7 +5,7 @@
 import type { Stats } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import type { z } from 'zod';
-import { parseJsonText } from '../store/durable-fs';
+import { parseJsonText } from './durable-fs';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
 

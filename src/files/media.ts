@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { ProblemCode, problem, type Problem } from './problem';
+import { ProblemCode, problem, type Problem } from '../domain/problem';
 
 export interface RecordedMedia {
   path: string;
