@@ -25,6 +25,7 @@ import { capturedLogs } from '../helpers/setup';
 import { temporalCliPath } from '../helpers/temporal';
 import { useWorkflowHarness } from '../helpers/workflow-harness';
 import { until } from '../helpers/wait';
+import { paidStepWorkflowId, productionWorkflowId, reassemblyWorkflowId } from '../../src/domain/names';
 
 const execFileAsync = promisify(execFile);
 
@@ -48,7 +49,7 @@ describe('approvals that answer, late signals, UI details, one search per episod
       allocatedBy: { kind: 'test', note: 'approvals' },
     });
     const h = await t.env.client.workflow.start(episodeProductionWorkflow, {
-      workflowId: `episode-${episodeId}`,
+      workflowId: productionWorkflowId(episodeId),
       taskQueue: t.taskQueue,
       args: [{ episodeId }],
     });
@@ -237,7 +238,7 @@ describe('approvals that answer, late signals, UI details, one search per episod
       }
       assert.equal(metadata.definition.updateDefinitions.length, 2);
       assert.equal(
-        await (await t.env.client.workflow.getHandle(`episode-${id}-video-r0`).describe()).staticSummary(),
+        await (await t.env.client.workflow.getHandle(paidStepWorkflowId(id, 'video', 0)).describe()).staticSummary(),
         `Episode ${id}: paid step video-r0`,
       );
 
@@ -249,12 +250,12 @@ describe('approvals that answer, late signals, UI details, one search per episod
 
       const expected = [
         'search-run',
-        `episode-${id}`,
-        `episode-${id}-video-r0`,
-        `episode-${id}-cover-r0`,
-        `episode-${id}-assembly-r0`,
-        `episode-${id}-reassembly-r1`,
-        `episode-${id}-assembly-r1`,
+        productionWorkflowId(id),
+        paidStepWorkflowId(id, 'video', 0),
+        paidStepWorkflowId(id, 'cover', 0),
+        paidStepWorkflowId(id, 'assembly', 0),
+        reassemblyWorkflowId(id, 1),
+        paidStepWorkflowId(id, 'assembly', 1),
       ].sort();
       const listed = (query: string) =>
         until(`visibility: ${query}`, async () => {

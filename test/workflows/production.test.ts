@@ -31,6 +31,7 @@ import { waitForScheduledRuns } from '../helpers/schedules';
 import { sleep, until } from '../helpers/wait';
 import { capturedLogs } from '../helpers/setup';
 import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { paidStepWorkflowId, productionWorkflowId } from '../../src/domain/names';
 
 const execFileAsync = promisify(execFile);
 
@@ -105,7 +106,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
 
   function startProduction(id: string): Promise<WorkflowHandle<typeof episodeProductionWorkflow>> {
     return env.client.workflow.start(episodeProductionWorkflow, {
-      workflowId: `episode-${id}`,
+      workflowId: productionWorkflowId(id),
       taskQueue,
       args: [{ episodeId: id }],
     });
@@ -114,7 +115,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
   /** Runs a production to its end (for the cases that fail or expire without an operator). */
   const runProduction = (id: string, input: { approvalTimeout?: string } = {}) =>
     env.client.workflow.execute(episodeProductionWorkflow, {
-      workflowId: `episode-${id}`,
+      workflowId: productionWorkflowId(id),
       taskQueue,
       args: [{ episodeId: id, ...input }],
     });
@@ -196,7 +197,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
         'workflow',
         'signal',
         '--workflow-id',
-        `episode-${id}`,
+        productionWorkflowId(id),
         '--name',
         'requestRework',
         '--input',
@@ -208,7 +209,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
         'workflow',
         'query',
         '--workflow-id',
-        `episode-${id}`,
+        productionWorkflowId(id),
         '--type',
         'status',
         '--output',
@@ -219,7 +220,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
         'workflow',
         'signal',
         '--workflow-id',
-        `episode-${id}`,
+        productionWorkflowId(id),
         '--name',
         'approve',
         '--input',
@@ -276,7 +277,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       await withWorker(async () => {
         await assert.rejects(
           env.client.workflow.execute(paidStepWorkflow, {
-            workflowId: `episode-${unknown}-video-r0`,
+            workflowId: paidStepWorkflowId(unknown, 'video', 0),
             taskQueue,
             args: [{ episodeId: unknown, step: 'video', round: 0, spec: {} }],
           }),
@@ -354,7 +355,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       });
       const [key, record] = parked;
       const step = record.step;
-      const stepHandle = env.client.workflow.getHandle(`episode-${id}-${key}`);
+      const stepHandle = env.client.workflow.getHandle(`${productionWorkflowId(id)}-${key}`);
       await until('step phase', async () =>
         (await stepHandle.query(stepStatusQuery)).phase === 'needs_reconciliation' ? true : undefined,
       );

@@ -12,14 +12,14 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { EpisodeId } from '../../src/domain/episode-id';
-import { EPISODE_RUNS_TAGGED_PATCH, paidStepWorkflowId } from '../../src/domain/names';
+import { EPISODE_RUNS_TAGGED_PATCH, paidStepWorkflowId, productionWorkflowId } from '../../src/domain/names';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
 import { statusQuery } from '../../src/workflows/messages';
 import { EpisodeIdSearchAttribute } from '../../src/shared';
 import { startTestVendor } from '../helpers/deps';
-import { bundleWorkflowsAt, recordedOnCommit } from '../helpers/old-workflows';
+import { REQUIRE_OLD_CODE_ENV, bundleWorkflowsAt, oldCodeMissing, recordedOnCommit } from '../helpers/old-workflows';
 import { runCli } from '../helpers/processes';
 import { createTestEnv, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { until } from '../helpers/wait';
@@ -34,7 +34,13 @@ describe('upgrade: productions parked on the recorded code finish on the current
   let oldBundle: WorkflowBundleWithSourceMap;
   const taskQueue = uniqueTaskQueue('upgrade');
 
-  before(async () => {
+  before(async function () {
+    const missing = oldCodeMissing(recordedOnCommit());
+    if (missing !== undefined) {
+      if (process.env[REQUIRE_OLD_CODE_ENV] === '1') throw new Error(`${REQUIRE_OLD_CODE_ENV}=1 but ${missing}`);
+      console.log(`      upgrade test pending: ${missing}`);
+      this.skip();
+    }
     env = await createTestEnv();
     oldBundle = await bundleWorkflowsAt(recordedOnCommit());
     await workflowBundle();
@@ -45,7 +51,7 @@ describe('upgrade: productions parked on the recorded code finish on the current
   after(async () => {
     await vendor?.close();
     await env?.teardown();
-    await fs.rm(dir, { recursive: true, force: true });
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
   });
 
   const weeklyRun = (key: string, week: string) =>
@@ -56,7 +62,9 @@ describe('upgrade: productions parked on the recorded code finish on the current
     });
   const parked = (id: string) =>
     until(`${id} parked at approval`, async () => {
-      const h: WorkflowHandle<typeof episodeProductionWorkflow> = env.client.workflow.getHandle(`episode-${id}`);
+      const h: WorkflowHandle<typeof episodeProductionWorkflow> = env.client.workflow.getHandle(
+        productionWorkflowId(id),
+      );
       return (await h.query(statusQuery)).phase === 'awaiting_approval' ? h : undefined;
     });
   const episodeIdOf = async (workflowId: string) =>
@@ -96,17 +104,19 @@ describe('upgrade: productions parked on the recorded code finish on the current
         assert.match(approved.stdout, /round 0 approved by after-deploy/);
       }
       for (const id of oldIds) {
-        const result = await env.client.workflow.getHandle<typeof episodeProductionWorkflow>(`episode-${id}`).result();
+        const result = await env.client.workflow
+          .getHandle<typeof episodeProductionWorkflow>(productionWorkflowId(id))
+          .result();
         assert.equal(result.outcome === 'completed' && result.approvedBy, 'after-deploy', `${id} completed`);
         // The old branch stays on old runs: no patch marker, the assembly started after the deploy is untagged.
-        assert.equal(await hasPatchMarker(`episode-${id}`), false);
+        assert.equal(await hasPatchMarker(productionWorkflowId(id)), false);
         assert.equal(await episodeIdOf(paidStepWorkflowId(id, 'assembly', 0)), undefined);
       }
 
       const fresh = (await weeklyRun('upgrade-new', '2028-W09')).episodeId as EpisodeId;
       const h = await parked(fresh);
-      assert.equal(await hasPatchMarker(`episode-${fresh}`), true, 'a new production takes the new branch');
-      assert.equal(await episodeIdOf(`episode-${fresh}`), fresh);
+      assert.equal(await hasPatchMarker(productionWorkflowId(fresh)), true, 'a new production takes the new branch');
+      assert.equal(await episodeIdOf(productionWorkflowId(fresh)), fresh);
       assert.equal(await episodeIdOf(paidStepWorkflowId(fresh, 'video', 0)), fresh);
       assert.equal((await runCli(['approve', fresh, '--by', 'after-deploy'], operator)).code, 0);
       assert.equal((await h.result()).outcome, 'completed');

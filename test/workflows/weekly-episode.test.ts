@@ -18,6 +18,7 @@ import { waitForScheduledRuns } from '../helpers/schedules';
 import { startTestVendor, testDeps } from '../helpers/deps';
 import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
+import { productionWorkflowId } from '../../src/domain/names';
 
 describe('weeklyEpisodeWorkflow on the dev server', function () {
   this.timeout(120_000);
@@ -181,7 +182,10 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
       const reset = await env.client.workflow.getHandle<typeof weeklyEpisodeWorkflow>(target.workflowId).result();
       assert.equal(reset.episodeId, results[0]!.episodeId);
       assert.equal(reset.created, false);
-      assert.deepEqual(reset.production, { workflowId: `episode-${reset.episodeId}`, startedByThisRun: false });
+      assert.deepEqual(reset.production, {
+        workflowId: productionWorkflowId(reset.episodeId),
+        startedByThisRun: false,
+      });
       assert.equal((await store.listEpisodes()).length, 3, 'exactly three episodes: two slots and one trigger');
     });
   });
