@@ -1,0 +1,109 @@
+import { ApplicationFailure, condition, log, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import type { Duration } from '@temporalio/common';
+import { approverProblem, notesProblem, type DecisionKind } from '../domain/decision';
+import { ErrorType } from '../shared';
+import {
+  approveSignal,
+  approveUpdate,
+  descriptions,
+  requestReworkSignal,
+  requestReworkUpdate,
+  type AcceptedDecision,
+  type ApproveInput,
+  type ProductionStatus,
+  type ReworkInput,
+} from './messages';
+import { workflowNow } from './workflow-time';
+
+export type Decision = { kind: 'approve'; input: ApproveInput } | { kind: 'rework'; input: ReworkInput };
+
+/**
+ * The operator's approval gate of one production: the `approve` / `requestRework` updates and signals, which round
+ * is open, and the first decision taken in it. It writes decisions into the production's `status` (the query's).
+ */
+export interface ApprovalGate {
+  /** Opens the next round: decisions count from here, before the store or the status query say so. */
+  open(): void;
+  /** Waits for the open round's decision (undefined after `timeout`), then closes the round. */
+  await(timeout: string | undefined): Promise<Decision | undefined>;
+}
+
+/** Registers the decision handlers; call once, at the start of the workflow. */
+export function installApprovalGate(status: ProductionStatus): ApprovalGate {
+  let decision: Decision | undefined;
+  let open = false;
+
+  /** Why a decision cannot be taken now, or undefined when the current round waits for exactly this. */
+  const closedReason = (round: number | undefined): string | undefined => {
+    if (!open) return `${status.episodeId} is not waiting for a decision (phase ${status.phase})`;
+    if (decision) return `round ${status.reworkRound} already has a decision: ${decision.kind} by ${decision.input.by}`;
+    if (round !== undefined && round !== status.reworkRound) {
+      return `round ${round} is not open; the current round is ${status.reworkRound}`;
+    }
+    return undefined;
+  };
+  const validate = (kind: DecisionKind, input: { by: unknown; notes?: unknown; round?: number }): void => {
+    refuse(ErrorType.InvalidInput, approverProblem(input.by));
+    if (kind === 'rework') refuse(ErrorType.InvalidInput, notesProblem(input.notes));
+    refuse(ErrorType.InvalidState, closedReason(input.round));
+  };
+  const accept = (d: Decision): AcceptedDecision => {
+    decision = d;
+    const accepted = { round: status.reworkRound, kind: d.kind, by: d.input.by };
+    status.decisions = [...(status.decisions ?? []), accepted];
+    return accepted;
+  };
+  /** A signal nobody reads is no longer lost silently: logged with its sender, kept in the status query. */
+  const fromSignal = (d: Decision): void => {
+    const reason = closedReason(d.input.round);
+    if (reason === undefined) {
+      accept(d);
+      return;
+    }
+    const { episodeId } = status;
+    log.warn('decision signal outside an open round: ignored', { episodeId, kind: d.kind, by: d.input.by, reason });
+    const late = { kind: d.kind, by: d.input.by, at: workflowNow(), reason };
+    status.lateDecisions = [...(status.lateDecisions ?? []), late];
+  };
+
+  setHandler(approveSignal, (a) => fromSignal({ kind: 'approve', input: a }), { description: descriptions.approve });
+  setHandler(requestReworkSignal, (r) => fromSignal({ kind: 'rework', input: r }), {
+    description: descriptions.requestRework,
+  });
+  setHandler(approveUpdate, (a) => accept({ kind: 'approve', input: a }), {
+    validator: (a: ApproveInput) => validate('approve', a),
+    description: descriptions.approve,
+  });
+  setHandler(requestReworkUpdate, (r) => accept({ kind: 'rework', input: r }), {
+    validator: (r: ReworkInput) => validate('rework', r),
+    description: descriptions.requestRework,
+  });
+
+  return {
+    open() {
+      decision = undefined;
+      open = true;
+    },
+    async await(timeout) {
+      if (timeout === undefined) await condition(() => decision !== undefined);
+      else await condition(() => decision !== undefined, timeout as Duration);
+      open = false;
+      return decision;
+    },
+  };
+}
+
+function refuse(type: ErrorType, message: string | undefined): void {
+  if (message !== undefined) throw ApplicationFailure.create({ type, message, nonRetryable: true });
+}
+
+/** What the UI shows while production waits: what for, since when, and how to answer. */
+export function showWaiting(episodeId: string, round: number, since: string, timeout: string | undefined): void {
+  setCurrentDetails(
+    [
+      `Waiting for approval of round ${round} since ${since}${timeout ? ` (gives up after ${timeout})` : ''}.`,
+      `Approve: \`npx episodes approve ${episodeId} --by NAME\` (update or signal \`approve\`, {"by":"NAME","round":${round}}).`,
+      `Rework: \`npx episodes rework ${episodeId} --notes "..." --by NAME\` (update or signal \`requestRework\`, {"notes":"...","by":"NAME","round":${round}}).`,
+    ].join('\n'),
+  );
+}
