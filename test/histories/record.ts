@@ -60,7 +60,8 @@ async function main(): Promise<void> {
   // The reconciliation scenario needs a vendor without idempotency; its own simulator keeps the others clean.
   const lossyVendor = await startTestVendor();
   // Productions tell a review webhook of every round (the review-notice patch): a local receiver takes the notices.
-  const receiver = await startWebhookReceiver();
+  const failingWebhook = new Set<string>();
+  const receiver = await startWebhookReceiver((body) => (failingWebhook.has(String(body.episode_id)) ? 500 : 200));
   const reviewNotice = {
     webhookUrl: new URL(receiver.url),
     publicUrl: new URL('http://127.0.0.1:8240/'),
@@ -256,6 +257,15 @@ async function main(): Promise<void> {
       await byUpdate.signal(approveSignal, { by: 'late-editor' });
       await byUpdate.result();
       await save('decisions-by-update', byUpdate.workflowId);
+
+      // A webhook that keeps failing: the round is decided while its notice is being retried, which is cancelled.
+      const failingId = await allocate('rec-notice-fails', '2026-W38');
+      failingWebhook.add(failingId);
+      const unheard = await startProduction(client, failingId);
+      await awaitingApproval(unheard);
+      await unheard.executeUpdate(approveUpdate, { args: [{ by: 'editor' }] });
+      await unheard.result();
+      await save('notice-cancelled', unheard.workflowId);
     });
     const manifest = { recordedOnCommit: commit, recordedAt: new Date().toISOString(), histories: recorded };
     await fs.writeFile(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
