@@ -28,6 +28,7 @@ export const FAILPOINT_NAMES = [
   'completion.state-written',
   'completion.before-history',
   'completion.after-history',
+  'review-notice.sent',
   'fs.write',
   'migration.preflight-passed',
   'migration.journal-written',

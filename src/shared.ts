@@ -36,6 +36,8 @@ export const ErrorType = {
   NamespaceNotReady: 'NamespaceNotReady',
   /** `episodes cluster check` found something missing. */
   ClusterCheckFailed: 'ClusterCheckFailed',
+  /** The review webhook did not take a notice: retried unless it answered a status a retry cannot change (4xx). */
+  ReviewWebhookFailed: 'ReviewWebhookFailed',
 } as const;
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 

@@ -5,6 +5,7 @@
  */
 import { Runtime, Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
+import { describeWebhook, type ReviewNoticeSettings } from './activities/review-notice';
 import { loadConfig, type PipelineConfig } from './config';
 import { PipelineError } from './domain/errors';
 import { envCredentialsLoader } from './vendor-api/credentials';
@@ -12,6 +13,7 @@ import { vendorEndpointFromEnv } from './vendor-api/endpoint';
 import { openStore, prepareStore, storeApplicationName } from './store/open-store';
 import { connectNativeConnection, describeSettings, redactSecrets } from './temporal-connection';
 import { requireNamespaceReady } from './temporal-namespace';
+import { loadReviewNoticeSettings } from './review-notice-config';
 import { installTelemetry, loadTelemetryConfig } from './telemetry';
 import { workerCacheOptions } from './worker-cache';
 import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
@@ -24,7 +26,16 @@ export function buildDeps(config: PipelineConfig = loadConfig(), logger?: Logger
     credentials: envCredentialsLoader(process.env, logger ? { warn: (message) => void logger.warn(message) } : {}),
     vendor: vendorEndpointFromEnv(),
     budgetCents: config.budgetCents,
+    reviewNotice: loadReviewNoticeSettings(),
   };
+}
+
+function describeReviewNotices(settings: ReviewNoticeSettings | undefined): string {
+  if (!settings?.webhookUrl) return 'review notices off (no EPISODES_REVIEW_WEBHOOK_URL)';
+  const link = settings.publicUrl
+    ? `linking to ${settings.publicUrl.href}`
+    : 'without a link (no EPISODES_REVIEW_PUBLIC_URL)';
+  return `review notices to ${describeWebhook(settings.webhookUrl)}, ${link}`;
 }
 
 export async function createWorker(
@@ -65,6 +76,7 @@ async function main(config: PipelineConfig): Promise<void> {
   logger.info(
     `worker: task queue ${config.taskQueue} on ${describeSettings(config.temporal)}, ` + `${deps.store.description}`,
   );
+  logger.info(`worker: ${describeReviewNotices(deps.reviewNotice)}`);
   try {
     // Worker.run() resolves after a shutdown signal (SIGINT, SIGTERM, ...) once in-flight tasks have drained.
     await worker.run();

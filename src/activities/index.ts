@@ -4,6 +4,7 @@ import type { VendorEndpoint } from '../vendor-api/endpoint';
 import { createAllocationActivities } from './allocation';
 import { createLifecycleActivities } from './episode-lifecycle';
 import { createPaidStepActivities } from './paid-steps';
+import { createReviewNoticeActivities, type ReviewNoticeSettings } from './review-notice';
 
 /** Everything activities need from the outside world; only worker.ts and tests build the real thing. */
 export interface ActivityDeps {
@@ -13,6 +14,8 @@ export interface ActivityDeps {
   vendor: VendorEndpoint;
   budgetCents: number;
   pollIntervalMs?: number;
+  /** Webhook and desk link of review notices; none when absent. */
+  reviewNotice?: ReviewNoticeSettings;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -20,6 +23,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAllocationActivities(deps),
     ...createLifecycleActivities(deps),
     ...createPaidStepActivities(deps),
+    ...createReviewNoticeActivities(deps),
   };
 }
 

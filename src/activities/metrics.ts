@@ -13,10 +13,13 @@ export const MetricName = {
   charges: 'episodes_charges',
   chargedCents: 'episodes_charged_cents',
   budgetRefusals: 'episodes_budget_refusals',
+  reviewNotices: 'episodes_review_notices',
 } as const;
 
 export type AllocationOutcome = 'created' | 'existing' | 'refused' | 'failed';
 /** accepted: the vendor took this attempt's submission; found: an earlier attempt's job, found by idempotency key. */
+/** sent: the webhook answered 2xx; failed: no answer or 5xx/408/429 (retried); refused: any other status (not retried). */
+export type ReviewNoticeOutcome = 'sent' | 'failed' | 'refused';
 export type SubmissionOutcome = 'accepted' | 'found_by_idempotency_key' | 'unknown';
 
 function count(name: string, description: string, value: number, tags: MetricTags): void {
@@ -39,4 +42,9 @@ export function countCharge(step: PaidStep, cents: number, jobStatus: 'succeeded
 
 export function countBudgetRefusal(step: PaidStep): void {
   count(MetricName.budgetRefusals, 'submissions refused because the quote exceeds the budget', 1, { step });
+}
+
+/** One per POST of a review notice (every attempt), so a webhook that keeps failing shows as a rising `failed`. */
+export function countReviewNotice(outcome: ReviewNoticeOutcome): void {
+  count(MetricName.reviewNotices, 'review notice webhook attempts by outcome', 1, { outcome });
 }

@@ -53,3 +53,17 @@ export function decisionUpdateId(episodeId: string, round: number, kind: 'approv
 export function episodeIdOfWorkflowId(workflowId: string): string | undefined {
   return /^episode-(\d{4}-W\d{2}-\d+)(?:-|$)/.exec(workflowId)?.[1];
 }
+
+/**
+ * `<episode_id>:review:r<round>`: the dedupe key (`Idempotency-Key` header) of the review notice of one round. Every
+ * resend of that round's notice carries it; the next round has its own.
+ */
+export function reviewNoticeKey(episodeId: string, round: number): string {
+  return `${episodeId}:review:r${round}`;
+}
+
+/**
+ * Patch of the production workflow: each round of the approval wait reads its cost so far and review link into the
+ * current details and tells the review webhook (without waiting for it). Runs recorded before it replay without it.
+ */
+export const REVIEW_NOTICE_PATCH = 'review-notice';

@@ -44,3 +44,15 @@ export const awaitActivityOptions = {
   heartbeatTimeout: '30s',
   retry: { ...retry, initialInterval: '2s' },
 } satisfies ActivityOptions;
+
+/**
+ * A review notice is one short POST, sent beside the approval wait, never in its way. It retries a webhook that fails
+ * (backing off to 10 min) for up to a day, and stops when its round closes (the workflow cancels it); it heartbeats
+ * every second, so a worker that dies mid-POST is replaced within 5 s and a cancellation reaches the POST.
+ */
+export const reviewNoticeActivityOptions = {
+  startToCloseTimeout: '1m',
+  heartbeatTimeout: '5s',
+  scheduleToCloseTimeout: '1 day',
+  retry: { ...retry, initialInterval: '2s', maximumInterval: '10m' },
+} satisfies ActivityOptions;

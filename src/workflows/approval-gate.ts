@@ -1,6 +1,7 @@
 import { ApplicationFailure, condition, log, setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { approverProblem, notesProblem, type DecisionKind } from '../domain/decision';
+import type { ReviewNotice } from '../domain/review-notice';
 import { ErrorType } from '../shared';
 import {
   approveSignal,
@@ -97,13 +98,31 @@ function refuse(type: ErrorType, message: string | undefined): void {
   if (message !== undefined) throw ApplicationFailure.create({ type, message, nonRetryable: true });
 }
 
-/** What the UI shows while production waits: what for, since when, and how to answer. */
-export function showWaiting(episodeId: string, round: number, since: string, timeout: string | undefined): void {
+/**
+ * What the UI shows while production waits: what for, since when, and how to answer; with the round's review notice
+ * (runs with the review-notice patch, once it is prepared), also the cost so far and the review desk's link.
+ */
+export function showWaiting(
+  episodeId: string,
+  round: number,
+  since: string,
+  timeout: string | undefined,
+  notice?: ReviewNotice,
+): void {
   setCurrentDetails(
     [
       `Waiting for approval of round ${round} since ${since}${timeout ? ` (gives up after ${timeout})` : ''}.`,
+      ...(notice ? noticeLines(notice) : []),
       `Approve: \`npx episodes approve ${episodeId} --by NAME\` (update or signal \`approve\`, {"by":"NAME","round":${round}}).`,
       `Rework: \`npx episodes rework ${episodeId} --notes "..." --by NAME\` (update or signal \`requestRework\`, {"notes":"...","by":"NAME","round":${round}}).`,
     ].join('\n'),
   );
+}
+
+/** Markdown: the cost against the budget, and the desk's episode page (parentheses and spaces escaped for the link). */
+function noticeLines(notice: ReviewNotice): string[] {
+  const cost = `Cost so far: **${notice.cost_so_far}** of a ${notice.budget} budget.`;
+  if (notice.link === null) return [cost];
+  const href = notice.link.replace(/[()\s]/g, (c) => encodeURIComponent(c));
+  return [cost, `Review: [${notice.episode_id} on the review desk](${href})`];
 }

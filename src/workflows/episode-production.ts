@@ -15,7 +15,8 @@ import { installApprovalGate, showWaiting, type ApprovalGate } from './approval-
 import { episodeRunTags } from './episode-tags';
 import { paidStepWorkflow } from './paid-step';
 import { workflowNow as now } from './workflow-time';
-import { EPISODE_RUNS_TAGGED_PATCH, paidStepWorkflowId, stepKey } from '../domain/names';
+import { EPISODE_RUNS_TAGGED_PATCH, REVIEW_NOTICE_PATCH, paidStepWorkflowId, stepKey } from '../domain/names';
+import { NO_ROUND_NOTICE, announceRound } from './review-notice';
 
 const { recordProgress, completeEpisode } = proxyActivities<Activities>(lifecycleActivityOptions);
 
@@ -49,6 +50,8 @@ export async function episodeProductionWorkflow(input: EpisodeProductionInput): 
   const { episodeId } = input;
   // Runs recorded before the patch start their children untagged; every new run tags them (docs/architecture.md).
   const tagged = patched(EPISODE_RUNS_TAGGED_PATCH);
+  // Runs recorded before this patch wait without a review notice; new ones announce every round (docs/review-notice.md).
+  const notices = patched(REVIEW_NOTICE_PATCH);
   const status: ProductionStatus = {
     episodeId,
     phase: 'producing',
@@ -69,7 +72,7 @@ export async function episodeProductionWorkflow(input: EpisodeProductionInput): 
     step('cover', 0, { title: `Episode ${episodeId}`, format: 'png' }),
   ]);
   const jobs = [video.remoteJobId, cover.remoteJobId];
-  const cut = await approveOrRework(input, status, gate, step, video, jobs);
+  const cut = await approveOrRework(input, status, { gate, notices }, step, video, jobs);
   if (cut === undefined) return { outcome: 'approval_expired', episodeId };
   return assembleAndComplete(status, step, { cut, cover }, jobs);
 }
@@ -99,7 +102,7 @@ function stepRunner(status: ProductionStatus, tagged: boolean): StepRunner {
 async function approveOrRework(
   input: EpisodeProductionInput,
   status: ProductionStatus,
-  gate: ApprovalGate,
+  { gate, notices }: { gate: ApprovalGate; notices: boolean },
   step: StepRunner,
   firstCut: CompletedStep,
   jobs: string[],
@@ -115,8 +118,13 @@ async function approveOrRework(
     });
     status.phase = 'awaiting_approval';
     status.awaitingSince = now();
-    showWaiting(episodeId, status.reworkRound, status.awaitingSince, input.approvalTimeout);
+    const { reworkRound: round, awaitingSince: since } = status;
+    showWaiting(episodeId, round, since, input.approvalTimeout);
+    const notice = notices
+      ? announceRound(episodeId, round, since, (n) => showWaiting(episodeId, round, since, input.approvalTimeout, n))
+      : NO_ROUND_NOTICE;
     const made = await gate.await(input.approvalTimeout);
+    notice.close();
     status.awaitingSince = null;
     setCurrentDetails('');
     if (!made) {

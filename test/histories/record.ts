@@ -38,6 +38,7 @@ import { runCli } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { REPO_ROOT, createTestEnv, temporalCliPath, workflowBundle } from '../helpers/temporal';
 import { until } from '../helpers/wait';
+import { startWebhookReceiver } from '../helpers/webhook-receiver';
 
 export const HISTORIES_DIR = path.join(REPO_ROOT, 'test', 'histories');
 /** A later recording's name (`HISTORIES_SET`, lower-case words), or undefined for the first one. */
@@ -58,6 +59,14 @@ async function main(): Promise<void> {
   const vendor = await startTestVendor();
   // The reconciliation scenario needs a vendor without idempotency; its own simulator keeps the others clean.
   const lossyVendor = await startTestVendor();
+  // Productions tell a review webhook of every round (the review-notice patch): a local receiver takes the notices.
+  const failingWebhook = new Set<string>();
+  const receiver = await startWebhookReceiver((body) => (failingWebhook.has(String(body.episode_id)) ? 500 : 200));
+  const reviewNotice = {
+    webhookUrl: new URL(receiver.url),
+    publicUrl: new URL('http://127.0.0.1:8240/'),
+    timeoutMs: 2_000,
+  };
   const client = env.client;
   const recorded: { scenario: string; workflowId: string; workflowType: string; events: number }[] = [];
 
@@ -96,7 +105,7 @@ async function main(): Promise<void> {
           connection: env.nativeConnection,
           taskQueue: queueFor(v.url),
           workflowBundle: bundle,
-          activities: createActivities(testDeps(store, v)),
+          activities: createActivities(testDeps(store, v, undefined, { reviewNotice })),
         }),
       ),
     );
@@ -119,10 +128,12 @@ async function main(): Promise<void> {
       args: [{ episodeId: id, approvalTimeout }],
     });
 
+  // Waiting means the round's review notice went out too (code with the review-notice patch), so the history holds it.
   const awaitingApproval = (h: WorkflowHandle<typeof episodeProductionWorkflow>, round = 0) =>
     until(`${h.workflowId} awaiting approval (round ${round})`, async () => {
       const s = await h.query(statusQuery);
-      return s.phase === 'awaiting_approval' && s.reworkRound === round ? s : undefined;
+      const told = receiver.received.some((r) => r.body.episode_id === s.episodeId && r.body.round === round);
+      return s.phase === 'awaiting_approval' && s.reworkRound === round && told ? s : undefined;
     });
 
   try {
@@ -246,6 +257,15 @@ async function main(): Promise<void> {
       await byUpdate.signal(approveSignal, { by: 'late-editor' });
       await byUpdate.result();
       await save('decisions-by-update', byUpdate.workflowId);
+
+      // A webhook that keeps failing: the round is decided while its notice is being retried, which is cancelled.
+      const failingId = await allocate('rec-notice-fails', '2026-W38');
+      failingWebhook.add(failingId);
+      const unheard = await startProduction(client, failingId);
+      await awaitingApproval(unheard);
+      await unheard.executeUpdate(approveUpdate, { args: [{ by: 'editor' }] });
+      await unheard.result();
+      await save('notice-cancelled', unheard.workflowId);
     });
     const manifest = { recordedOnCommit: commit, recordedAt: new Date().toISOString(), histories: recorded };
     await fs.writeFile(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
@@ -253,6 +273,7 @@ async function main(): Promise<void> {
   } finally {
     await vendor.close();
     await lossyVendor.close();
+    await receiver.close();
     await env.teardown();
     await fs.rm(dir, { recursive: true, force: true });
   }

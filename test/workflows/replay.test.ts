@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { recordedHistories, replayAll, type ReplayOutcome } from '../helpers/replay';
-import { EPISODE_RUNS_TAGGED_PATCH } from '../../src/domain/names';
+import { EPISODE_RUNS_TAGGED_PATCH, REVIEW_NOTICE_PATCH } from '../../src/domain/names';
 import { workflowBundle } from '../helpers/temporal';
 
 describe('recorded histories replay against the current workflow code', function () {
@@ -44,6 +44,30 @@ describe('recorded histories replay against the current workflow code', function
     assert.ok(first.length >= 14, 'the first recording is there');
     assert.ok(later.filter(patched).length >= 8, 'the later recording took the patched branch');
     assert.equal(first.filter(patched).length, 0, 'the first recording predates the patch');
+  });
+
+  it('holds both branches of the review-notice patch: the sets before it without it, the review-notice set with it', () => {
+    const marker = Buffer.from(JSON.stringify(REVIEW_NOTICE_PATCH)).toString('base64');
+    const patched = (h: (typeof histories)[number]) =>
+      h.json.events.some((e) => e.eventType.includes('MARKER_RECORDED') && JSON.stringify(e).includes(marker));
+    const setOf = (h: (typeof histories)[number]) => h.file.split('/')[0]!.split('.')[1];
+    const productions = (set: string | undefined) =>
+      histories.filter(
+        (h) => setOf(h) === set && JSON.stringify(h.json.events[0]).includes('episodeProductionWorkflow'),
+      );
+    const later = productions('review-notice');
+    assert.ok(later.length >= 7, 'the review-notice set holds the productions');
+    assert.equal(later.filter(patched).length, later.length, 'every production of the later set took the patch');
+    const sends = (h: (typeof histories)[number]) => JSON.stringify(h.json).includes('"sendReviewNotice"');
+    assert.equal(later.filter(sends).length, later.length, 'and sent its notice');
+    assert.ok(
+      later.some((h) => h.json.events.some((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED')),
+      'a notice cancelled when its round closed is among them',
+    );
+    for (const set of [undefined, 'tagged']) {
+      assert.ok(productions(set).length >= 5);
+      assert.equal(productions(set).filter(patched).length, 0, `set ${set ?? 'first'} predates the patch`);
+    }
   });
 
   for (const h of histories) {
