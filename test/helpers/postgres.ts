@@ -8,6 +8,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import { atEndOfEachFile, inParallelWorker } from './end-of-file';
 import { REPO_ROOT } from './temporal';
 
 const SCRIPT = path.join(REPO_ROOT, 'scripts', 'postgres-test-server.sh');
@@ -186,8 +187,8 @@ export async function stopTestPostgres(): Promise<void> {
   }
 }
 
-/** Servers of earlier mocha runs that were killed before their `after` hook. */
-function stopAbandonedServers(): void {
+/** Servers of earlier mocha runs (or workers) that were killed before their `after` hook. */
+export function stopAbandonedServers(): void {
   if (!existsSync(STATE_ROOT)) return;
   for (const name of readdirSync(STATE_ROOT)) {
     const pid = /^(?:mocha|faults)-(\d+)/.exec(name)?.[1];
@@ -206,15 +207,25 @@ function isAlive(pid: number): boolean {
 }
 
 // Loaded from spec files, so these are root hooks: they run once, before and after every test of the mocha run. The
-// start is here, with its own long timeout, because on a fresh machine it installs PostgreSQL first.
+// start is here, with its own long timeout, because on a fresh machine it installs PostgreSQL first. In a worker of
+// `mocha --parallel`, which runs one file after another on this module loaded once, the server serves them all and
+// stops when the worker exits; the run's global teardown (setup.ts) sweeps what a killed worker left behind.
 if (typeof before === 'function' && typeof after === 'function') {
   before(async function () {
     this.timeout(600_000);
     await testPostgresUrl();
   });
-  after(async function () {
-    this.timeout(60_000);
-    await stopTestPostgres();
+  if (!inParallelWorker) {
+    after(async function () {
+      this.timeout(60_000);
+      await stopTestPostgres();
+    });
+  }
+}
+// An existing server (EPISODES_TEST_PG_URL) is left as found after every file, as after a serial run.
+if (inParallelWorker) {
+  atEndOfEachFile(async () => {
+    if (!ownServerDir) await stopTestPostgres();
   });
 }
 // Last resort (an uncaught error, Ctrl-C): never leave the server running.

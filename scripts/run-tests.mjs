@@ -1,0 +1,122 @@
+#!/usr/bin/env node
+// Runs compiled test files with `mocha --parallel`: each file in a worker process of its own lifetime's pool, so files
+// that wait (on servers, timers, child processes) overlap instead of queueing. Files start longest first, from the
+// per-file times in test/durations.json (a file not listed there is estimated by its folder), so that no long file
+// starts last. See docs/testing.md.
+//
+//   node scripts/run-tests.mjs [--jobs N] [--ignore DIR]... [--profile OUT.jsonl [--save-durations]] [PATH...]
+//                              [-- MOCHA_ARGS...]
+//
+// PATH: files or folders under dist/test (default: dist/test). --jobs: workers (default $EPISODES_TEST_JOBS or 4).
+// --profile: every file's wall time, written to OUT.jsonl, and a table per folder printed at the end;
+// --save-durations then writes those times to test/durations.json (the order of the next runs).
+import { spawnSync } from 'node:child_process';
+import console from 'node:console';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import process from 'node:process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DIST = path.join(ROOT, 'dist');
+const DEFAULT_JOBS = 4;
+
+function parseArgs(argv) {
+  const o = { jobs: Number(process.env.EPISODES_TEST_JOBS) || DEFAULT_JOBS, ignore: [], paths: [], mocha: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') {
+      o.mocha = argv.slice(i + 1);
+      break;
+    } else if (a === '--jobs') o.jobs = Number(argv[++i]);
+    else if (a === '--ignore') o.ignore.push(path.resolve(ROOT, argv[++i]));
+    else if (a === '--profile') o.profile = path.resolve(argv[++i]);
+    else if (a === '--save-durations') o.saveDurations = true;
+    else o.paths.push(path.resolve(ROOT, a));
+  }
+  if (!Number.isInteger(o.jobs) || o.jobs < 1) throw new Error(`--jobs must be a positive integer`);
+  if (o.paths.length === 0) o.paths.push(path.join(DIST, 'test'));
+  return o;
+}
+
+function testFiles(p, ignore) {
+  if (ignore.some((i) => p === i || p.startsWith(i + path.sep))) return [];
+  if (!existsSync(p)) throw new Error(`no such test path: ${path.relative(ROOT, p)} (run npm run build first?)`);
+  if (statSync(p).isFile()) return [p];
+  return readdirSync(p)
+    .sort()
+    .flatMap((name) => {
+      const child = path.join(p, name);
+      return statSync(child).isDirectory() || name.endsWith('.test.js') ? testFiles(child, ignore) : [];
+    });
+}
+
+/** Seconds per file (key: path under dist/, e.g. test/store/file-store.test.js), from the last profile. */
+function estimates(files) {
+  const durations = path.join(ROOT, 'test', 'durations.json');
+  const known = existsSync(durations) ? JSON.parse(readFileSync(durations, 'utf8')) : {};
+  const byFolder = new Map();
+  for (const [file, s] of Object.entries(known)) {
+    const folder = path.dirname(file);
+    byFolder.set(folder, [...(byFolder.get(folder) ?? []), s]);
+  }
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const overall = byFolder.size ? mean(Object.values(known)) : 10;
+  return new Map(
+    files.map((f) => {
+      const key = path.relative(DIST, f);
+      const folder = byFolder.get(path.dirname(key));
+      return [f, known[key] ?? (folder ? mean(folder) : overall)];
+    }),
+  );
+}
+
+function readProfile(out) {
+  return readFileSync(out, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+}
+
+function saveDurations(rows) {
+  const durations = Object.fromEntries(
+    rows.sort((a, b) => a.file.localeCompare(b.file)).map((r) => [r.file, Math.round(r.seconds * 10) / 10]),
+  );
+  writeFileSync(path.join(ROOT, 'test', 'durations.json'), `${JSON.stringify(durations, null, 2)}\n`);
+}
+
+function printProfile(rows, out, wallSeconds) {
+  const folders = new Map();
+  for (const r of rows) {
+    const f = path.dirname(r.file);
+    const e = folders.get(f) ?? { files: 0, seconds: 0 };
+    folders.set(f, { files: e.files + 1, seconds: e.seconds + r.seconds });
+  }
+  console.log(`\nprofile (${out}): wall ${wallSeconds.toFixed(0)} s; per folder, the sum of its files' wall times`);
+  for (const [f, e] of [...folders].sort((a, b) => b[1].seconds - a[1].seconds)) {
+    console.log(`  ${f.padEnd(28)} ${String(e.files).padStart(3)} files ${e.seconds.toFixed(1).padStart(8)} s`);
+  }
+  console.log('slowest files:');
+  for (const r of rows.sort((a, b) => b.seconds - a.seconds).slice(0, 15)) {
+    console.log(`  ${r.file.padEnd(52)} ${r.seconds.toFixed(1).padStart(8)} s`);
+  }
+}
+
+const o = parseArgs(process.argv.slice(2));
+const files = o.paths.flatMap((p) => testFiles(p, o.ignore));
+const estimate = estimates(files);
+files.sort((a, b) => estimate.get(b) - estimate.get(a));
+const jobs = Math.min(o.jobs, files.length);
+console.log(`run-tests: ${files.length} files, ${jobs} workers, node ${process.version}`);
+const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
+if (o.profile) writeFileSync(o.profile, '');
+const started = Date.now();
+const r = spawnSync(process.execPath, [mocha, '--parallel', '--jobs', String(jobs), ...o.mocha, ...files], {
+  stdio: 'inherit',
+  env: o.profile ? { ...process.env, EPISODES_FILE_TIMES: o.profile } : process.env,
+});
+if (o.profile && existsSync(o.profile)) {
+  printProfile(readProfile(o.profile), o.profile, (Date.now() - started) / 1000);
+  if (o.saveDurations && r.status === 0) saveDurations(readProfile(o.profile));
+}
+process.exit(r.status ?? 1);
