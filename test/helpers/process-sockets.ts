@@ -27,7 +27,8 @@ export function listeningAddresses(pid: number): (string | number)[] {
     const [, , , flags, , state, inode, name] = line.trim().split(/\s+/);
     // __SO_ACCEPTCON (0x10000) and TCP_LISTEN-like state 01: a listening socket.
     if (inode && mine.has(inode) && name && (parseInt(flags ?? '0', 16) & 0x10000) !== 0 && state === '01') {
-      found.push(name.startsWith('@') ? `\0${name.slice(1)}` : name);
+      // An abstract name shows as @name, padded with @ for the NULs Node binds it with (and connects with too).
+      found.push(name.startsWith('@') ? `\0${name.slice(1).replace(/@+$/, '')}` : name);
     }
   }
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
