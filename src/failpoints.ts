@@ -14,6 +14,7 @@ import { ErrorType } from './shared';
 /** Every failpoint there is. A name outside this list is refused when EPISODES_FAILPOINTS is parsed, not ignored. */
 export const FAILPOINT_NAMES = [
   'allocation.lock-taken',
+  'episode.lock-taken',
   'allocation.decided',
   'allocation.key-written',
   'allocation.index-written',

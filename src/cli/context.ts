@@ -4,6 +4,7 @@ import { loadConfig, type PipelineConfig } from '../config';
 import { defaultDataDir } from '../store/file-store';
 import type { EpisodeStore } from '../store/episode-store';
 import { openStore, storeApplicationName } from '../store/open-store';
+import { refusePasswordOnCommandLine } from '../store/postgres-url';
 import { connectClient } from '../temporal-connection';
 
 /** Lazily built dependencies of CLI commands: a command that never talks to Temporal never connects. */
@@ -29,6 +30,7 @@ export class CliContext {
     const { dataDir, storeUrl } = this.program.opts<{ dataDir?: string; storeUrl?: string }>();
     // The command's name in pg_stat_activity: `episodes-cli-<command>-<host>-<pid>`.
     const command = this.program.args[0] ?? 'command';
+    if (storeUrl) refusePasswordOnCommandLine(storeUrl, '--store-url');
     this.store ??= openStore({ dataDir, storeUrl, applicationName: storeApplicationName(`cli-${command}`) });
     return this.store;
   }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { copyFileStoreToPostgres, type CopyReport } from '../store/postgres-copy';
 import { PostgresEpisodeStore } from '../store/postgres-store';
+import { refusePasswordOnCommandLine } from '../store/postgres-url';
 import { printJson, type CliContext } from './context';
 
 /** `store copy` (file store → PostgreSQL) and `store migrate` (PostgreSQL schema). Neither talks to Temporal. */
@@ -18,6 +19,7 @@ export function registerStoreCommands(program: Command, ctx: CliContext): void {
     .option('--media-dir <dir>', "target's root for episode files (env EPISODES_MEDIA_DIR, default ./data/media)")
     .option('--json', 'machine-readable output')
     .action(async (opts: { from: string; to: string; mediaDir?: string; json?: boolean }) => {
+      refusePasswordOnCommandLine(opts.to, '--to');
       const report = await copyFileStoreToPostgres({ fromDir: opts.from, toUrl: opts.to, mediaDir: opts.mediaDir });
       if (opts.json) printJson(report);
       else console.log(describeCopy(report));

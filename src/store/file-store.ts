@@ -1,7 +1,7 @@
 /**
  * The embedded default store: plain files under a data directory.
  *
- *   <data>/pipeline.lock/                 the pipeline lock (allocations; proper-lockfile plus a prompt handoff)
+ *   <data>/pipeline.lock/                 the pipeline lock (allocations; pipeline-lock.ts)
  *   <data>/index/keys/<sha256(key)>.json  which episodes a key points at (written before the commit, so a key is
  *                                         never missed across weeks)
  *   <data>/index/weeks/<week_id>.json     the week's episodes: THE COMMIT POINT of an allocation
@@ -10,7 +10,6 @@
  *   <data>/history/<episode_id>.json      completed history, one immutable entry per episode
  *
  * An allocation reads one key file and one week file, so its cost does not grow with the number of stored episodes.
- * The lock's holder also does the allocations of the processes waiting for it, committed with its own (see allocate).
  * An episode exists once its week index lists it; a key file entry without one is an uncommitted leftover of a
  * crashed allocation and is ignored, and a committed entry without a state file is rolled forward.
  *
@@ -55,9 +54,9 @@ import {
   writeJsonDurable,
   type StagedFile,
 } from '../files/durable-fs';
+import { checkDataDir } from './data-dir-checks';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
-import { allocatedReply, allocationDelegation, readDelegatedRequest, refusedReply } from './allocation-delegation';
-import { DirectoryLock, PipelineLock, type DelegatedRequest, type LockGuard } from './pipeline-lock';
+import { DirectoryLock, PipelineLock, type LockGuard } from './pipeline-lock';
 import { lockOptionsFromEnv, storeEnvironment, type LockOptions } from './store-config';
 
 export const weekIndexEntrySchema = z.strictObject({
@@ -83,20 +82,13 @@ export const keyIndexSchema = z.strictObject({
 });
 export type KeyIndex = z.infer<typeof keyIndexSchema>;
 
-/** At most this many waiting processes' allocations are done under one holding of the pipeline lock. */
-const MAX_DELEGATED = 16;
-
-/** One holding's allocations: the weeks and keys as the batch leaves them, and the episodes it creates. */
-interface AllocationBatch {
-  weeks: Map<WeekId, { index: WeekIndex; grown: boolean }>;
-  keys: Map<AllocationKey, KeyIndex | undefined>;
-  created: { weekId: WeekId; key: AllocationKey; entry: WeekIndexEntry }[];
-}
-
-/** Renames staged files into one directory, then syncs that directory once. */
-async function commitAll(files: readonly StagedFile[], dir: string): Promise<void> {
-  for (const f of files) await f.commit({ syncDir: false });
-  if (files.length > 0) await fsyncDir(dir);
+/** An allocation's new episode, decided but not yet written. */
+interface NewEpisode {
+  weekId: WeekId;
+  key: AllocationKey;
+  entry: WeekIndexEntry;
+  keyIndex: KeyIndex;
+  weekIndex: WeekIndex;
 }
 
 export function keyDigest(key: string): string {
@@ -154,106 +146,37 @@ export class FileEpisodeStore implements EpisodeStore {
     return this.episodeDir(id);
   }
 
-  /**
-   * Under the pipeline lock: this allocation, then those of the processes waiting for the lock (they hand their
-   * requests over, allocation-delegation.ts). Each round decides one after another whatever is there and commits it
-   * together (one round of flushes for all); requests that arrive during a round's commit make the next round, up to
-   * `MAX_DELEGATED` in all, and the rest wait for the lock as usual. A refusal is the requester's alone and writes
-   * nothing; anything else that goes wrong with a round sends its requesters back to allocate themselves, which the
-   * key makes safe. This allocation's own result stands once its round is committed.
-   */
+  /** Under the pipeline lock: read, decide, and (for a new episode) commit, as one critical section. */
   async allocate(request: AllocationRequest): Promise<AllocationResult> {
     await this.ensureLayout();
     return this.lock.withLock(async (guard) => {
       await this.sweepLeftoverTemps();
-      const fresh = (): AllocationBatch => ({ weeks: new Map(), keys: new Map(), created: [] });
-      let batch = fresh();
-      const own = await this.decide(batch, request, guard); // refused: thrown before anyone else's is taken
-      let left = MAX_DELEGATED;
-      const delegated = (max: number) => guard.takeRequests?.(max) ?? [];
-      let round = delegated(left);
-      let answers = await this.decideDelegated(batch, round, guard);
-      try {
-        await this.commitBatch(batch, guard);
-      } catch (e) {
-        if (round.length === 0) throw e;
-        // Others' allocations were in it, and any of them may be what failed: this one alone, as without delegation
-        // (a round that got as far as its commit point left this one's episode, found again by its key).
-        batch = fresh();
-        const alone = await this.decide(batch, request, guard);
-        await this.commitBatch(batch, guard);
-        return alone;
-      }
-      for (const send of answers) send();
-      try {
-        // After a commit the batch is what is on disk: the next round plans on top of it.
-        for (left -= round.length; (round = delegated(left)).length > 0; left -= round.length) {
-          answers = await this.decideDelegated(batch, round, guard);
-          await this.commitBatch(batch, guard);
-          for (const send of answers) send();
-        }
-      } catch {
-        // This round's requesters allocate themselves (the lock declines every request still unanswered).
-      }
-      return own;
-    }, allocationDelegation(request));
+      const { result, created } = await this.decide(request, guard);
+      if (created) await this.commitAllocation(created, guard);
+      return result;
+    });
   }
 
-  /**
-   * Decides the requests of a round into the batch. The answers (results and refusals alike: a refusal may rest on an
-   * episode the round plans) are sent once the round is committed; an unreadable request is declined at once.
-   */
-  private async decideDelegated(
-    batch: AllocationBatch,
-    requests: readonly DelegatedRequest[],
-    guard: LockGuard,
-  ): Promise<(() => void)[]> {
-    const answers: (() => void)[] = [];
-    for (const delegated of requests) {
-      const theirs = readDelegatedRequest(delegated.request);
-      if (!theirs) {
-        delegated.decline();
-        continue;
-      }
-      try {
-        const result = await this.decide(batch, theirs, guard);
-        answers.push(() => delegated.answer(allocatedReply(result)));
-      } catch (e) {
-        if (e instanceof PipelineError && !e.retryable) answers.push(() => delegated.answer(refusedReply(e)));
-        else delegated.decline(); // it allocates itself
-      }
-    }
-    return answers;
-  }
-
-  /** One request's decision against the store as the batch leaves it; a new episode is only planned here. */
+  /** The request's decision against the store; a new episode is only planned here (see commitAllocation). */
   private async decide(
-    batch: AllocationBatch,
     request: AllocationRequest,
     guard: LockGuard,
-  ): Promise<AllocationResult> {
+  ): Promise<{ result: AllocationResult; created?: NewEpisode }> {
     const { allocationKey: key, weekId } = request;
-    const weekOf = (id: WeekId) => batch.weeks.get(id)?.index ?? this.readWeekIndex(id);
-    const planned = batch.weeks.get(weekId);
-    const weekIndex = weekOf(weekId);
-    const keyIndex = batch.keys.has(key) ? batch.keys.get(key) : this.readKeyIndex(key);
-    const keyMatches = this.committedKeyMatches(key, keyIndex, weekIndex, weekOf);
+    const weekIndex = this.readWeekIndex(weekId);
+    const keyMatches = this.committedKeyMatches(key, this.readKeyIndex(key), weekIndex, (id) => this.readWeekIndex(id));
     const decision = decideAllocation({
       key,
       weekId,
       keyMatches,
       weekEpisodes: weekIndex.episodes.map((e) => toRef(weekId, e)),
     });
-    const week = planned ?? { index: weekIndex, grown: false };
-    if (!planned) {
-      await this.rollForward(weekIndex, guard);
-      batch.weeks.set(weekId, week);
-    }
+    await this.rollForward(weekIndex, guard);
 
     if (decision.kind === 'existing') {
       const entry = weekIndex.episodes.find((e) => e.episode_id === decision.episode.episodeId);
-      if (entry && !batch.created.some((c) => c.entry === entry)) await this.ensureState(weekId, entry, guard);
-      return { ...identityOf(decision.episode), created: false };
+      if (entry) await this.ensureState(weekId, entry, guard);
+      return { result: { ...identityOf(decision.episode), created: false } };
     }
 
     const entry: WeekIndexEntry = {
@@ -271,70 +194,56 @@ export class FileEpisodeStore implements EpisodeStore {
         { episodes: [decision.episodeId] },
       );
     }
-    week.index = { ...week.index, episodes: [...week.index.episodes, entry] };
-    week.grown = true;
-    batch.keys.set(key, {
+    const keyIndex: KeyIndex = {
       schema: 'key-index/v1',
       allocation_key: key,
       episodes: [
         ...keyMatches.map((m) => ({ episode_id: m.episodeId, week_id: m.weekId })),
         { episode_id: decision.episodeId, week_id: weekId },
       ],
-    });
-    batch.created.push({ weekId, key, entry });
-    return { episodeId: decision.episodeId, weekId, sequence: decision.sequence, created: true };
+    };
+    const weekAfter: WeekIndex = { ...weekIndex, episodes: [...weekIndex.episodes, entry] };
+    return {
+      result: { episodeId: decision.episodeId, weekId, sequence: decision.sequence, created: true },
+      created: { weekId, key, entry, keyIndex, weekIndex: weekAfter },
+    };
   }
 
   /**
-   * Writes the batch's new episodes. Every file is staged (key files, then week indexes, then states, so failpoints
-   * count them in that order) and flushed together: one round of flushes, whatever the batch's size. Then committed in
-   * order, each kind with one sync of its directory.
+   * Writes a new episode. Its three files are staged (key file, week index, state, so failpoints count them in that
+   * order) and flushed together, then committed in order.
    */
-  private async commitBatch(batch: AllocationBatch, guard: LockGuard): Promise<void> {
-    if (batch.created.length === 0) return;
+  private async commitAllocation(created: NewEpisode, guard: LockGuard): Promise<void> {
     await failpoint('allocation.decided');
+    const { weekId, key, entry } = created;
     const staged: StagedFile[] = [];
-    const stage = async (file: string, value: unknown, tempPrefix?: string) => {
-      const f = await this.stage(file, value, tempPrefix);
-      staged.push(f);
-      return f;
-    };
     try {
-      const keyFiles: StagedFile[] = [];
-      for (const { key } of batch.created) keyFiles.push(await stage(this.keyIndexPath(key), batch.keys.get(key)));
-      const weekFiles: StagedFile[] = [];
-      for (const [weekId, week] of batch.weeks) {
-        if (week.grown) weekFiles.push(await stage(this.weekIndexPath(weekId), week.index satisfies WeekIndex));
-      }
+      const keyFile = await this.stage(this.keyIndexPath(key), created.keyIndex);
+      staged.push(keyFile);
+      const weekFile = await this.stage(this.weekIndexPath(weekId), created.weekIndex);
+      staged.push(weekFile);
       // A state's directory does not exist before the commit: its temp file waits in the index directory.
-      const stateFiles: StagedFile[] = [];
-      for (const { weekId, entry } of batch.created) {
-        const temp = path.join(this.dataDir, 'index', 'weeks', `${entry.episode_id}.state`);
-        stateFiles.push(await stage(this.statePath(entry.episode_id), stateFromEntry(weekId, entry), temp));
-      }
+      const temp = path.join(this.dataDir, 'index', 'weeks', `${entry.episode_id}.state`);
+      const stateFile = await this.stage(this.statePath(entry.episode_id), stateFromEntry(weekId, entry), temp);
+      staged.push(stateFile);
       await Promise.all(staged.map((f) => f.flush()));
-      // 1. The key files first, so that from the commit on each key can be found from any week.
+      // 1. The key file first, so that from the commit on the key can be found from any week.
       guard.assertHeld();
-      await commitAll(keyFiles, path.join(this.dataDir, 'index', 'keys'));
+      await keyFile.commit();
       await failpoint('allocation.key-written');
       // 2. The commit point.
       guard.assertHeld();
-      await commitAll(weekFiles, path.join(this.dataDir, 'index', 'weeks'));
+      await weekFile.commit();
       await failpoint('allocation.index-written');
-      // 3. The episodes' directories and states. The bytes are already on disk; the new directory entries are not
-      // synced, because losing them to a power cut loses nothing: a committed episode without its state file is
-      // rolled forward from the index (and the first change of the episode syncs them, see updateEpisode).
-      for (const [i, { entry }] of batch.created.entries()) {
-        this.mkdirNow(this.episodeDir(entry.episode_id));
-        await stateFiles[i]!.commit({ syncDir: false });
-      }
+      // 3. The episode's directory and state. The bytes are already on disk; the new directory entries are not synced,
+      // because losing them to a power cut loses nothing: a committed episode without its state file is rolled
+      // forward from the index (and the first change of the episode syncs them, see updateEpisode).
+      this.mkdirNow(this.episodeDir(entry.episode_id));
+      await stateFile.commit({ syncDir: false });
     } catch (e) {
       await Promise.all(staged.map((f) => f.discard()));
       throw e;
     }
-    // Written: nothing is planned any more, and the indexes in the batch are the ones on disk.
-    batch.created = [];
-    for (const week of batch.weeks.values()) week.grown = false;
     await failpoint('allocation.state-written');
   }
 
@@ -544,9 +453,9 @@ export class FileEpisodeStore implements EpisodeStore {
   }
 
   /**
-   * Committed allocations whose process died before their state files were written: after a batch's commit its states
-   * are written in index order, and a week only grows once its entries all have states (this runs first), so after a
-   * crashed process only a trailing run of entries can lack one. One read when nothing is missing. (After a power cut
+   * Committed allocations whose process died before their state files were written: an allocation writes its state
+   * right after its commit, and a week only grows once its entries all have states (this runs first), so after a
+   * crashed process only a trailing run of entries can lack one (one entry; several from a version that batched). One read when nothing is missing. (After a power cut
    * an earlier entry's unsynced state can be missing too: it is read from the index, and written by the first update
    * of that episode or the next allocation of its key, as before.)
    */
@@ -602,10 +511,14 @@ export class FileEpisodeStore implements EpisodeStore {
   /**
    * Creates the layout the first time; afterwards only checks it, on every operation, so a directory replaced by a
    * symlink is refused at once. A directory removed under a running process is not created again: that would hand out
-   * sequence 0 of a week once more.
+   * sequence 0 of a week once more. The first time, the data dir itself is checked too (data-dir-checks.ts).
    */
   private async ensureLayout(): Promise<void> {
     try {
+      if (!this.layoutReady) {
+        await ensureDirDurable(this.dataDir);
+        await checkDataDir(this.dataDir);
+      }
       for (const dir of ['index/weeks', 'index/keys', 'episodes', 'history']) {
         const p = this.inside(path.join(this.dataDir, dir));
         if (!this.layoutReady) await ensureDirDurable(p);

@@ -1,4 +1,6 @@
 /** Store URLs and media location of the PostgreSQL store; nothing here ever prints a password. */
+import { PipelineError } from '../domain/errors';
+import { ErrorType } from '../shared';
 import { storeEnvironment } from './store-config';
 
 export function defaultMediaDir(): string {
@@ -17,4 +19,25 @@ export function describePostgresUrl(url: string): string {
   } catch {
     return '(unparseable URL)';
   }
+}
+
+/**
+ * A URL given on the command line is visible to every local user in `ps` and /proc/<pid>/cmdline: refuse one that
+ * carries a password, naming the ways that keep it out of sight.
+ */
+export function refusePasswordOnCommandLine(url: string, option: string): string {
+  let password = '';
+  try {
+    password = new URL(url).password;
+  } catch {
+    password = /^[^:]+:\/\/[^/@]*:[^/@]*@/.test(url) ? 'unparsed' : '';
+  }
+  if (password) {
+    throw new PipelineError(
+      ErrorType.InvalidInput,
+      `${option}: the URL carries a password, which every local user can read in \`ps\`; leave it out and set ` +
+        'PGPASSWORD or a ~/.pgpass entry, or give the whole URL in EPISODES_STORE_URL',
+    );
+  }
+  return url;
 }

@@ -16,10 +16,10 @@ export interface LockOptions {
   /** Test-only: no lock at all, so the concurrency tests can show that their assertions then fail. */
   unsafeDisableForTests?: boolean;
   /**
-   * Test-only: `poll` waits as before the handoff (no in-process queue, no holder notification: jittered polling);
-   * `no-death-detection` keeps the handoff but never takes over a holder seen to die before its lock is stale.
+   * Test-only injections (set from EPISODES_UNSAFE_LOCK_FOR_TESTS, see lockOptionsFromEnv), so that the tests can show
+   * their assertions fail without the protection: whether a holder is proven dead (default holder-identity.ts).
    */
-  unsafeWaitForTests?: 'poll' | 'no-death-detection';
+  holderProvenDead?: (entry: string) => boolean;
 }
 
 export const DEFAULT_LOCK_OPTIONS: Readonly<LockOptions> = { timeoutMs: 30_000, staleMs: 10_000 };
@@ -29,7 +29,7 @@ const lockEnvSchema = z.object({
   EPISODES_LOCK_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_LOCK_OPTIONS.timeoutMs),
   EPISODES_LOCK_STALE_MS: z.coerce.number().int().positive().default(DEFAULT_LOCK_OPTIONS.staleMs),
   EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: flag.default(false),
-  EPISODES_UNSAFE_LOCK_WAIT_FOR_TESTS: z.enum(['poll', 'no-death-detection', '']).default(''),
+  EPISODES_UNSAFE_LOCK_FOR_TESTS: z.enum(['stale-only', '']).default(''),
 });
 
 export interface StoreEnvironment {
@@ -78,6 +78,7 @@ export function lockOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LockOp
     timeoutMs: e.EPISODES_LOCK_TIMEOUT_MS,
     staleMs: e.EPISODES_LOCK_STALE_MS,
     unsafeDisableForTests: e.EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS,
-    unsafeWaitForTests: e.EPISODES_UNSAFE_LOCK_WAIT_FOR_TESTS || undefined,
+    // stale-only: no takeover of a holder the kernel proves dead, only of a stale one.
+    ...(e.EPISODES_UNSAFE_LOCK_FOR_TESTS === 'stale-only' ? { holderProvenDead: () => false } : {}),
   };
 }

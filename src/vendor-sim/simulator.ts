@@ -58,6 +58,9 @@ const CONTENT_TYPES: Readonly<Record<JobKind, string>> = {
 };
 export const DEFAULT_JOB_DURATION_MS = 50;
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
+/** The request log (`requests()`, for tests and the CLI) keeps the newest this many, each path cut to this length. */
+const MAX_LOGGED_REQUESTS = 10_000;
+const MAX_LOGGED_PATH = 512;
 
 export interface VendorSimulatorOptions {
   apiKey: string;
@@ -191,8 +194,8 @@ class Simulator {
   private serve(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const entry: RequestLog = {
-      method: req.method ?? '',
-      path: url.pathname + url.search,
+      method: (req.method ?? '').slice(0, 16),
+      path: (url.pathname + url.search).slice(0, MAX_LOGGED_PATH),
       authorized: false,
       status: null,
       dropped: false,
@@ -200,8 +203,10 @@ class Simulator {
       at: new Date().toISOString(),
     };
     this.log.push(entry);
+    if (this.log.length > MAX_LOGGED_REQUESTS) this.log.splice(0, this.log.length - MAX_LOGGED_REQUESTS);
     const exchange: Exchange = {
       req,
+      res,
       url,
       entry,
       respond: (status, body, headers = {}) => {
@@ -233,12 +238,17 @@ class Simulator {
 
   private async route(x: Exchange): Promise<void> {
     const { req, url } = x;
-    const body = await readBody(req, this.maxBodyBytes);
-    // 401 first on every path, so an unauthenticated caller learns nothing, not even which routes exist.
+    // 401 first on every path, before a byte of the body is read: an unauthenticated caller learns nothing, not even
+    // which routes exist, and costs no memory; its connection is closed with the answer.
     if (!this.authorized(req.headers.authorization)) {
-      return x.respond(401, errorBody('unauthorized', 'missing or invalid API key'), { 'www-authenticate': 'Bearer' });
+      x.res.once('finish', () => req.socket.destroy());
+      return x.respond(401, errorBody('unauthorized', 'missing or invalid API key'), {
+        'www-authenticate': 'Bearer',
+        connection: 'close',
+      });
     }
     x.entry.authorized = true;
+    const body = await readBody(req, this.maxBodyBytes);
     if (body === null) {
       return x.respond(413, errorBody('payload_too_large', `body over ${this.maxBodyBytes} bytes`), {
         connection: 'close',
@@ -473,6 +483,7 @@ class Simulator {
 
 interface Exchange {
   req: http.IncomingMessage;
+  res: http.ServerResponse;
   url: URL;
   entry: RequestLog;
   respond(status: number, body: unknown, headers?: Record<string, string>): void;

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import * as net from 'node:net';
 import { TEST_API_KEY, useSimulators, videoRequest } from '../helpers/vendor';
 
 /** Header-safe characters (fetch refuses CR, LF and NUL in a header value before sending). */
@@ -75,5 +76,26 @@ describe('the vendor simulator rejects every credential but the exact key (fast-
       { numRuns: 300 },
     );
     assert.ok(seen.authorized > 5 && seen.refused > 200, JSON.stringify(seen));
+  });
+
+  it('answers a caller without the key before reading its body, and closes the connection', async () => {
+    const sim = await startSim();
+    const { port } = new URL(sim.url);
+    // A body announced as 1 GB, of which 1 MB is sent and the rest never: read first, this would never be answered.
+    const answer = await new Promise<{ head: string; closed: boolean }>((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1');
+      let head = '';
+      socket.on('error', reject);
+      socket.on('data', (d: Buffer) => (head += d.toString('latin1')));
+      socket.on('close', () => resolve({ head, closed: true }));
+      socket.write(
+        'POST /v1/jobs HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n' +
+          'content-length: 1000000000\r\n\r\n',
+      );
+      socket.write(Buffer.alloc(1 << 20, 'x'));
+    });
+    assert.match(answer.head, /^HTTP\/1\.1 401 /);
+    assert.ok(answer.closed);
+    assert.equal(sim.billing().length, 0);
   });
 });

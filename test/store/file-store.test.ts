@@ -131,13 +131,25 @@ describe('file store specifics', function () {
       assert.equal(r.signal, 'SIGKILL', `expected the child to die at ${point}: ${r.stderr}`);
     };
 
-    it('lock taken: the lock is left behind, and taken over once stale', async () => {
+    it('lock taken: the lock is left behind, and taken over at once, the kernel showing its holder gone', async () => {
       await killAt('allocation.lock-taken', 'run-a');
       assert.ok(await fs.stat(path.join(dir, 'pipeline.lock')), 'the dead holder left its lock');
-      const t0 = Date.now();
-      assert.equal((await alloc('run-a')).episodeId, '2026-W32-0');
-      assert.ok(Date.now() - t0 >= 1000, 'waited for the stale lock rather than ignoring it');
+      // Stale only after a minute, and a 10 s timeout: only the proof of the holder's death lets this one in.
+      const patient = new FileEpisodeStore(dir, { timeoutMs: 10_000, staleMs: 60_000 });
+      const r = await allocateEpisodeOn(patient, { allocationKey: 'run-a', weekId: W32 }, by);
+      assert.equal(r.episodeId, '2026-W32-0');
       await assert.rejects(fs.stat(path.join(dir, 'pipeline.lock')));
+    });
+
+    it('lock taken, with the death proof switched off: taken over only once stale', async () => {
+      await killAt('allocation.lock-taken', 'run-a');
+      const staleOnly = new FileEpisodeStore(dir, { timeoutMs: 10_000, staleMs: 2_000, holderProvenDead: () => false });
+      const t0 = Date.now();
+      assert.equal(
+        (await allocateEpisodeOn(staleOnly, { allocationKey: 'run-a', weekId: W32 }, by)).episodeId,
+        '2026-W32-0',
+      );
+      assert.ok(Date.now() - t0 >= 1000, 'waited for the stale lock rather than ignoring it');
     });
 
     for (const point of ['allocation.decided', 'allocation.key-written']) {

@@ -1,0 +1,80 @@
+/**
+ * What the file store's locks need from the data dir (src/store/data-dir-checks.ts): owner-only write access, a local
+ * filesystem, and lock directories of mode 0700 whatever the umask. Proofs (run by hand): without the mode check the
+ * group-writable test allocates; without the statfs check the NFS/FUSE test passes the store; with proper-lockfile's
+ * own mkdir (umask mode) the lock directory is 0755.
+ */
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, promises as fs, statSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { allocateEpisodeOn } from '../../src/activities/allocation';
+import { isPipelineError } from '../../src/domain/errors';
+import { parseWeekId } from '../../src/domain/week-id';
+import { ErrorType } from '../../src/shared';
+import { checkDataDir } from '../../src/store/data-dir-checks';
+import { FileEpisodeStore } from '../../src/store/file-store';
+
+const by = { kind: 'test', note: 'data-dir-checks' } as const;
+const W32 = parseWeekId('2026-W32');
+
+describe('the data dir the file store accepts', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(path.join(os.tmpdir(), 'data-dir-'))));
+  afterEach(() => fs.rm(dir, { recursive: true, force: true }));
+
+  for (const mode of [0o770, 0o707, 0o777]) {
+    it(`refuses mode ${mode.toString(8)} (group or others can write) with one line naming it, and writes nothing`, async () => {
+      chmodSync(dir, mode);
+      await assert.rejects(
+        allocateEpisodeOn(new FileEpisodeStore(dir), { allocationKey: 'k', weekId: W32 }, by),
+        (e) =>
+          isPipelineError(e) &&
+          e.type === ErrorType.StorageFailure &&
+          e.message.includes(`mode 0${mode.toString(8)}`) &&
+          !e.message.includes('\n'),
+      );
+      assert.deepEqual(await fs.readdir(dir), []);
+    });
+  }
+
+  it('accepts 0700 and 0755 (others may read, not write)', async () => {
+    chmodSync(dir, 0o755);
+    assert.equal(
+      (await allocateEpisodeOn(new FileEpisodeStore(dir), { allocationKey: 'k', weekId: W32 }, by)).sequence,
+      0,
+    );
+  });
+
+  it('refuses NFS, SMB, CIFS and FUSE by their statfs type, naming PostgreSQL; accepts this local disk', async () => {
+    for (const [type, name] of [
+      [0x6969, 'NFS'],
+      [0x517b, 'SMB'],
+      [0xff534d42, 'CIFS'],
+      [0x65735546, 'FUSE'],
+    ] as const) {
+      await assert.rejects(
+        checkDataDir(dir, () => Promise.resolve({ type })),
+        (e) => isPipelineError(e) && e.message.includes(`on ${name}`) && e.message.includes('EPISODES_STORE_URL'),
+      );
+    }
+    await checkDataDir(dir); // the real statfs of the test's own disk
+  });
+
+  it('creates lock directories 0700 under umask 000', async () => {
+    const store = new FileEpisodeStore(dir);
+    await allocateEpisodeOn(store, { allocationKey: 'k', weekId: W32 }, by); // the layout exists
+    const old = process.umask(0);
+    try {
+      const modes = await store.lock.withLock(() => {
+        const lock = path.join(dir, 'pipeline.lock');
+        return fs
+          .readdir(lock)
+          .then((entries) => [lock, ...entries.map((e) => path.join(lock, e))].map((p) => statSync(p).mode & 0o777));
+      });
+      assert.deepEqual(modes, [0o700, 0o700]);
+    } finally {
+      process.umask(old);
+    }
+  });
+});
