@@ -18,7 +18,10 @@
 # State (URL, cluster path) lives in $PGTEST_DIR (default .pgtest/default, git-ignored); mocha uses one per process.
 # initdb refuses to run as root, so as root the cluster belongs to the `postgres` user (created by the Debian
 # package) or, failing that, to a dedicated `episodes-pgtest` system user. The server is tuned for speed
-# (fsync=off): it holds test data only. To use an existing server instead, set EPISODES_TEST_PG_URL.
+# (fsync=off, full_page_writes=off): it holds test data only, and loses nothing but a power cut, which no test makes.
+# synchronous_commit stays on, so that a crash (`pg_ctl -m immediate`) keeps every commit it confirmed, as a real
+# server does; a test that wants a store forgetting its last commits turns it off for its own database. To use an
+# existing server instead, set EPISODES_TEST_PG_URL.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -117,14 +120,15 @@ start() {
   for attempt in 1 2 3; do
     port="$(free_port)"
     as_owner tee -a "$cluster/data/postgresql.conf" >/dev/null <<EOF
-# postgres-test-server.sh: throwaway test server, loopback only, durability off for speed
+# postgres-test-server.sh: throwaway test server, loopback only; no fsync (the OS keeps what a crash does not)
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$cluster'
 max_connections = 200
 fsync = off
-synchronous_commit = off
 full_page_writes = off
+# on: a confirmed COMMIT has left shared memory, so an immediate crash loses nothing confirmed
+synchronous_commit = on
 EOF
     if as_owner "$bindir/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" -w -t 30 start >/dev/null 2>&1; then
       break

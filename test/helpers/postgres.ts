@@ -94,7 +94,11 @@ export class PostgresFaultServer {
     return stdout.trim();
   }
 
-  /** `pg_ctl -m immediate stop`: every backend dies at once, nothing is flushed; the data stays for `resume()`. */
+  /**
+   * `pg_ctl -m immediate stop`: every backend dies at once, without a checkpoint; crash recovery replays the WAL on
+   * `resume()`. Every confirmed commit survives (synchronous_commit = on), unless a test turned that off for its
+   * database: then the commits still in WAL buffers are lost, as on a failover to an asynchronous replica.
+   */
   crash(): Promise<string> {
     return this.script('crash');
   }
