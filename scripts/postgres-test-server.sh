@@ -14,6 +14,9 @@
 #   scripts/postgres-test-server.sh restart           fast stop + start, e.g. to apply `ALTER SYSTEM SET max_connections`
 #   scripts/postgres-test-server.sh sql 'STATEMENT' [DB]  one statement as the admin user (on DB), e.g.
 #                                                    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ...`
+#   scripts/postgres-test-server.sh dump DB FILE      a backup of DB (pg_dump, custom format)
+#   scripts/postgres-test-server.sh restore DB FILE   DB replaced by that backup: restored beside it, then swapped in
+#                                                    (its sessions ended), so nobody ever sees a half-restored DB
 #
 # State (URL, cluster path) lives in $PGTEST_DIR (default .pgtest/default, git-ignored); mocha uses one per process.
 # initdb refuses to run as root, so as root the cluster belongs to the `postgres` user (created by the Debian
@@ -175,6 +178,24 @@ sql() {
   "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$url" -c "$1"
 }
 
+dump() {
+  local url bindir
+  url="$(cat "$STATE_DIR/url")"
+  bindir="$(find_bindir)"
+  "$bindir/pg_dump" -Fc -f "$2" -d "${url%/*}/$1"
+}
+
+restore() {
+  local url bindir staging="${1}_restoring"
+  url="$(cat "$STATE_DIR/url")"
+  bindir="$(find_bindir)"
+  sql "DROP DATABASE IF EXISTS \"$staging\" WITH (FORCE)"
+  sql "CREATE DATABASE \"$staging\""
+  "$bindir/pg_restore" --no-owner -d "${url%/*}/$staging" "$2"
+  sql "DROP DATABASE \"$1\" WITH (FORCE)"
+  sql "ALTER DATABASE \"$staging\" RENAME TO \"$1\""
+}
+
 case "${1:-}" in
   ensure-installed) ensure_installed ;;
   start) start ;;
@@ -186,8 +207,10 @@ case "${1:-}" in
   resume) ctl -w -t 60 start >/dev/null ;;
   restart) ctl -m fast -w -t 60 restart >/dev/null ;;
   sql) sql "${2:?sql needs a statement}" "${3:-}" ;;
+  dump) dump "${2:?dump needs a database}" "${3:?dump needs a file}" ;;
+  restore) restore "${2:?restore needs a database}" "${3:?restore needs a file}" ;;
   *)
-    echo "usage: $0 {ensure-installed|start|url|status|stop|crash|resume|restart|sql STATEMENT}" >&2
+    echo "usage: $0 {ensure-installed|start|url|status|stop|crash|resume|restart|sql STATEMENT|dump DB F|restore DB F}" >&2
     exit 2
     ;;
 esac

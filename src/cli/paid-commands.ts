@@ -161,6 +161,13 @@ export function registerPaidCommands(program: Command, ctx: CliContext): void {
         );
       }
       for (const s of steps) console.log(`  ${s.step.padEnd(12)} ${s.status.padEnd(20)} job=${s.remote_job_id ?? '-'}`);
+      for (const [key, s] of Object.entries(state.steps).filter(([, r]) => r.status === 'needs_reconciliation')) {
+        // One line: why, and the command that settles it (after checking the vendor's billing for its key).
+        console.log(
+          `  PARKED       ${key}: ${(s.error ?? 'outcome unknown').replace(/\s+/g, ' ')}; settle it with ` +
+            `\`episodes reconcile ${id} --step ${key} (--remote-job J | --not-submitted)\` (vendor key ${s.idempotency_key})`,
+        );
+      }
       console.log(`  cost so far  ${formatMoney(cost.amount_cents, cost.currency)}`);
       for (const d of production?.decisions ?? []) console.log(`  decision     round ${d.round}: ${d.kind} by ${d.by}`);
       for (const l of production?.lateDecisions ?? []) {

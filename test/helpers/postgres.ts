@@ -131,6 +131,16 @@ export class PostgresFaultServer {
     return this.script('sql', statement, database);
   }
 
+  /** A backup of `database` (pg_dump) in `file`. */
+  async dump(database: string, file: string): Promise<void> {
+    await this.script('dump', database, file);
+  }
+
+  /** `database` replaced by the backup in `file`: everything written since the dump is forgotten. */
+  async restore(database: string, file: string): Promise<void> {
+    await this.script('restore', database, file);
+  }
+
   /** Ends every backend whose application_name starts with `prefix`; how many. */
   async terminateApplication(prefix: string): Promise<number> {
     const out = await this.sql(
