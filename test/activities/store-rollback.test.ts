@@ -133,6 +133,33 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     await assertLedgerIsBilling();
   });
 
+  it('before the await starts, at a vendor that cannot look jobs up: parked for `episodes reconcile`, then settled', async () => {
+    const submitted = await submit('video');
+    await forgetReference('video');
+    vendor.setFaults({ noIdempotency: true });
+    await assert.rejects(
+      wait('video'),
+      (e) => e instanceof ApplicationFailure && e.type === ErrorType.RemoteJobUnknown && !e.nonRetryable,
+    );
+    const parked = (await store.requireEpisode(id)).steps['video-r0']!;
+    assert.equal(parked.status, 'needs_reconciliation');
+    assert.match(parked.error ?? '', /^[^\n]*cannot look it up[^\n]*$/, 'one line saying why');
+    assert.equal((await store.requireEpisode(id)).ledger.length, 0, 'nothing charged on a guess');
+    // What `episodes reconcile <id> --step video-r0 --remote-job J` writes once the operator found J in the billing.
+    const job = vendor.billing().find((c) => c.client_ref === parked.idempotency_key)!;
+    await store.updateEpisode(id, (s) => ({
+      ...s,
+      steps: {
+        ...s.steps,
+        'video-r0': { ...parked, status: 'submitted', remote_job_id: job.job_id, quoted_cost: null, error: null },
+      },
+    }));
+    const done = await wait('video');
+    assert.equal(done.remoteJobId, submitted.remoteJobId);
+    assert.equal(done.costCents, 4200, 'the vendor’s price, not the record’s (none)');
+    await assertLedgerIsBilling();
+  });
+
   it('a record naming another job than the vendor’s for its key is refused (StoreCorrupt), nothing charged', async () => {
     await submit('cover');
     const cover = await wait('cover');
