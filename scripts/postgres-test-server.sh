@@ -14,11 +14,17 @@
 #   scripts/postgres-test-server.sh restart           fast stop + start, e.g. to apply `ALTER SYSTEM SET max_connections`
 #   scripts/postgres-test-server.sh sql 'STATEMENT' [DB]  one statement as the admin user (on DB), e.g.
 #                                                    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ...`
+#   scripts/postgres-test-server.sh dump DB FILE      a backup of DB (pg_dump, custom format)
+#   scripts/postgres-test-server.sh restore DB FILE   DB replaced by that backup: restored beside it, then swapped in
+#                                                    (its sessions ended), so nobody ever sees a half-restored DB
 #
 # State (URL, cluster path) lives in $PGTEST_DIR (default .pgtest/default, git-ignored); mocha uses one per process.
 # initdb refuses to run as root, so as root the cluster belongs to the `postgres` user (created by the Debian
 # package) or, failing that, to a dedicated `episodes-pgtest` system user. The server is tuned for speed
-# (fsync=off): it holds test data only. To use an existing server instead, set EPISODES_TEST_PG_URL.
+# (fsync=off, full_page_writes=off): it holds test data only, and loses nothing but a power cut, which no test makes.
+# synchronous_commit stays on, so that a crash (`pg_ctl -m immediate`) keeps every commit it confirmed, as a real
+# server does; a test that wants a store forgetting its last commits turns it off for its own database. To use an
+# existing server instead, set EPISODES_TEST_PG_URL.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -117,14 +123,15 @@ start() {
   for attempt in 1 2 3; do
     port="$(free_port)"
     as_owner tee -a "$cluster/data/postgresql.conf" >/dev/null <<EOF
-# postgres-test-server.sh: throwaway test server, loopback only, durability off for speed
+# postgres-test-server.sh: throwaway test server, loopback only; no fsync (the OS keeps what a crash does not)
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$cluster'
 max_connections = 200
 fsync = off
-synchronous_commit = off
 full_page_writes = off
+# on: a confirmed COMMIT has left shared memory, so an immediate crash loses nothing confirmed
+synchronous_commit = on
 EOF
     if as_owner "$bindir/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" -w -t 30 start >/dev/null 2>&1; then
       break
@@ -171,6 +178,24 @@ sql() {
   "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$url" -c "$1"
 }
 
+dump() {
+  local url bindir
+  url="$(cat "$STATE_DIR/url")"
+  bindir="$(find_bindir)"
+  "$bindir/pg_dump" -Fc -f "$2" -d "${url%/*}/$1"
+}
+
+restore() {
+  local url bindir staging="${1}_restoring"
+  url="$(cat "$STATE_DIR/url")"
+  bindir="$(find_bindir)"
+  sql "DROP DATABASE IF EXISTS \"$staging\" WITH (FORCE)"
+  sql "CREATE DATABASE \"$staging\""
+  "$bindir/pg_restore" --no-owner -d "${url%/*}/$staging" "$2"
+  sql "DROP DATABASE \"$1\" WITH (FORCE)"
+  sql "ALTER DATABASE \"$staging\" RENAME TO \"$1\""
+}
+
 case "${1:-}" in
   ensure-installed) ensure_installed ;;
   start) start ;;
@@ -182,8 +207,10 @@ case "${1:-}" in
   resume) ctl -w -t 60 start >/dev/null ;;
   restart) ctl -m fast -w -t 60 restart >/dev/null ;;
   sql) sql "${2:?sql needs a statement}" "${3:-}" ;;
+  dump) dump "${2:?dump needs a database}" "${3:?dump needs a file}" ;;
+  restore) restore "${2:?restore needs a database}" "${3:?restore needs a file}" ;;
   *)
-    echo "usage: $0 {ensure-installed|start|url|status|stop|crash|resume|restart|sql STATEMENT}" >&2
+    echo "usage: $0 {ensure-installed|start|url|status|stop|crash|resume|restart|sql STATEMENT|dump DB F|restore DB F}" >&2
     exit 2
     ;;
 esac

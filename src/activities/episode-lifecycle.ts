@@ -7,8 +7,9 @@ import type { Approval, EpisodeState, HistoryEntry, MediaFile } from '../domain/
 import { PipelineError } from '../domain/errors';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
-import type { EpisodeStore } from '../store/episode-store';
+import { ledgerProblems, settleBeforeCompletion } from './completion-check';
 import { withFailureMapping } from './failures';
+import type { PaidStepDeps } from './paid-step-record';
 
 export interface ProgressInput {
   episodeId: string;
@@ -25,7 +26,8 @@ export interface CompleteInput {
   finalCover: string;
 }
 
-export function createLifecycleActivities(deps: { store: EpisodeStore }) {
+/** The vendor is reached only by completion, and only to settle a charge the store forgot (see completion-check.ts). */
+export function createLifecycleActivities(deps: PaidStepDeps) {
   const { store } = deps;
 
   async function recordProgress(input: ProgressInput): Promise<void> {
@@ -39,7 +41,9 @@ export function createLifecycleActivities(deps: { store: EpisodeStore }) {
 
   async function completeEpisode(input: CompleteInput): Promise<HistoryEntry> {
     const { episodeId } = parseEpisodeId(input.episodeId);
-    await store.requireEpisode(episodeId);
+    const final = [input.finalVideo, input.finalCover];
+    const before = await store.requireEpisode(episodeId);
+    if (before.status !== 'completed') await settleBeforeCompletion(deps, before, final);
     const state = await store.updateEpisode(episodeId, (s) => {
       const video = s.media[input.finalVideo];
       const cover = s.media[input.finalCover];
@@ -50,6 +54,14 @@ export function createLifecycleActivities(deps: { store: EpisodeStore }) {
         );
       }
       if (s.status === 'completed') return s;
+      const problems = ledgerProblems(s, final);
+      if (problems.length > 0) {
+        // Retryable: the next attempt settles what changed since (the store went back again) from the vendor.
+        throw new PipelineError(
+          ErrorType.RemoteJobUnknown,
+          `${episodeId}: not completed, the ledger does not match the steps: ${problems.join('; ')}`,
+        );
+      }
       return { ...s, status: 'completed', completed_at: input.completedAt, media: { ...s.media, video, cover } };
     });
     await failpoint('completion.state-written');

@@ -193,10 +193,22 @@ function printStatus(
     console.log(`  waiting for a decision on round ${production.reworkRound} since ${production.awaitingSince ?? '?'}`);
   }
   for (const s of steps) console.log(`  ${s.step.padEnd(12)} ${s.status.padEnd(20)} job=${s.remote_job_id ?? '-'}`);
+  printParked(state);
   console.log(`  cost so far  ${formatMoney(cost.amount_cents, cost.currency)}`);
   for (const d of production?.decisions ?? []) console.log(`  decision     round ${d.round}: ${d.kind} by ${d.by}`);
   for (const l of production?.lateDecisions ?? []) {
     console.log(`  LATE         ${l.kind} by ${l.by} at ${l.at}, ignored: ${l.reason}`);
+  }
+}
+
+/** One line per parked step: why, and the command that settles it (after checking the vendor's billing for its key). */
+function printParked(state: EpisodeState): void {
+  const id = state.episode_id;
+  for (const [key, s] of Object.entries(state.steps).filter(([, r]) => r.status === 'needs_reconciliation')) {
+    console.log(
+      `  PARKED       ${key}: ${(s.error ?? 'outcome unknown').replace(/\s+/g, ' ')}; settle it with ` +
+        `\`episodes reconcile ${id} --step ${key} (--remote-job J | --not-submitted)\` (vendor key ${s.idempotency_key})`,
+    );
   }
 }
 

@@ -95,7 +95,11 @@ export class PostgresFaultServer {
     return stdout.trim();
   }
 
-  /** `pg_ctl -m immediate stop`: every backend dies at once, nothing is flushed; the data stays for `resume()`. */
+  /**
+   * `pg_ctl -m immediate stop`: every backend dies at once, without a checkpoint; crash recovery replays the WAL on
+   * `resume()`. Every confirmed commit survives (synchronous_commit = on), unless a test turned that off for its
+   * database: then the commits still in WAL buffers are lost, as on a failover to an asynchronous replica.
+   */
   crash(): Promise<string> {
     return this.script('crash');
   }
@@ -126,6 +130,16 @@ export class PostgresFaultServer {
   /** One statement on another database of this server. */
   sqlOn(database: string, statement: string): Promise<string> {
     return this.script('sql', statement, database);
+  }
+
+  /** A backup of `database` (pg_dump) in `file`. */
+  async dump(database: string, file: string): Promise<void> {
+    await this.script('dump', database, file);
+  }
+
+  /** `database` replaced by the backup in `file`: everything written since the dump is forgotten. */
+  async restore(database: string, file: string): Promise<void> {
+    await this.script('restore', database, file);
   }
 
   /** Ends every backend whose application_name starts with `prefix`; how many. */

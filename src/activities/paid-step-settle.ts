@@ -1,0 +1,222 @@
+/**
+ * Waiting for a paid step: its vendor job → poll → artifact saved (sha256, size) → ledger. Nothing is taken from a
+ * record read earlier: the reference is re-checked, and the charge is written from the vendor's job under the
+ * episode's lock, against the record as it is at that moment. A store that forgot the reference (a failover to an
+ * asynchronous replica, a restore) is repaired from the vendor by idempotency key, or the step is refused or parked.
+ */
+import { createHash } from 'node:crypto';
+import * as path from 'node:path';
+import { Context } from '@temporalio/activity';
+import type { EpisodeState, LedgerEntry, MediaFile, PaidStep, StepRecord } from '../domain/episode-state';
+import { PipelineError } from '../domain/errors';
+import { failpoint } from '../failpoints';
+import { ErrorType } from '../shared';
+import { assertInside, ensureDirDurable, writeFileDurable } from '../files/durable-fs';
+import type { EpisodeStore } from '../store/episode-store';
+import type { VendorJob } from '../vendor-api/api';
+import type { VendorClient } from '../vendor-api/client';
+import { isVendorError } from '../vendor-api/vendor-error';
+import { countCharge } from './metrics';
+import {
+  bareRecord,
+  lookUpJob,
+  markNeedsReconciliation,
+  parked,
+  requireStep,
+  saveStep,
+  storeCorrupt,
+  vendorClient,
+  type PaidStepDeps,
+  type StepRef,
+} from './paid-step-record';
+import type { CompletedStep, PaidStepInput } from './paid-steps';
+
+const EXTENSIONS: Record<PaidStep, string> = { video: 'mp4', cover: 'png', rework: 'mp4', assembly: 'mp4' };
+
+export async function awaitPaidStep(deps: PaidStepDeps, input: Omit<PaidStepInput, 'spec'>): Promise<CompletedStep> {
+  const { at, state } = await requireStep(deps.store, input);
+  const done = settledStep(state, at.key);
+  if (done) return done;
+  const record = state.steps[at.key];
+  if (record?.status === 'needs_reconciliation') parked(at, record.error ?? 'needs reconciliation');
+  return settleStep(deps, await vendorClient(deps, at.id), at, record);
+}
+
+/** The step's result when its record, its media and its ledger line all say it is done; undefined otherwise. */
+export function settledStep(state: EpisodeState, key: string): CompletedStep | undefined {
+  const record = state.steps[key];
+  if (record?.status !== 'succeeded' || !record.artifact || !record.charged || !record.remote_job_id) return undefined;
+  const entry = state.ledger.find((l) => l.remote_job_id === record.remote_job_id);
+  if (!entry || entry.amount_cents !== record.quoted_cost?.amount_cents) return undefined;
+  return {
+    remoteJobId: record.remote_job_id,
+    artifact: record.artifact,
+    costCents: entry.amount_cents,
+    currency: entry.currency,
+  };
+}
+
+/** Finds the step's vendor job, waits for it to finish, saves its artifact, then its charge. Idempotent. */
+export async function settleStep(
+  deps: PaidStepDeps,
+  client: VendorClient,
+  at: StepRef,
+  record: StepRecord | undefined,
+): Promise<CompletedStep> {
+  const reference = await referenceOf(deps.store, client, at, record);
+  const job = await pollUntilDone(client, reference.jobId, deps.pollIntervalMs ?? 200).catch(async (e: unknown) => {
+    if (!(isVendorError(e) && e.operation === 'getJob' && e.status === 404)) throw e;
+    // Accepted (and charged) once, unknown now: resubmitting could pay twice, so the step waits for an operator.
+    const why = `the vendor no longer knows job ${reference.jobId} (lost its state?); it may have charged it`;
+    await markNeedsReconciliation(deps.store, at, why);
+    return parked(at, why);
+  });
+  if (job.episode_id !== at.id || job.kind !== at.step || (job.client_ref !== null && job.client_ref !== at.ref)) {
+    throw storeCorrupt(at, `the saved job ${job.job_id} is a ${job.kind} of ${job.episode_id} (key ${job.client_ref})`);
+  }
+  // The vendor vouches for the job by key (its own answer, or the lookup that found it): enough to repair the record.
+  const charge: Charge = { at, job, vouched: reference.byKey || job.client_ref === at.ref };
+  if (job.status === 'failed' || !job.artifact_id) {
+    // The vendor did the work and bills for it: the ledger must say so, then the step fails for good.
+    await chargeOnce(deps.store, charge, null, 'failed');
+    throw new PipelineError(ErrorType.VendorRejected, `${at.id} ${at.key}: vendor job ${job.job_id} failed`);
+  }
+  const media = await saveArtifact(deps.store, client, at, job.artifact_id);
+  await failpoint('submission.artifact-downloaded');
+  await chargeOnce(deps.store, charge, media, 'succeeded');
+  await failpoint('submission.ledger-written');
+  return {
+    remoteJobId: job.job_id,
+    artifact: media,
+    costCents: job.quoted_cost.amount_cents,
+    currency: job.quoted_cost.currency,
+  };
+}
+
+/** The saved reference, or (the store forgot it) the vendor's job for the step's key, written back before polling. */
+async function referenceOf(
+  store: EpisodeStore,
+  client: VendorClient,
+  at: StepRef,
+  record: StepRecord | undefined,
+): Promise<{ jobId: string; byKey: boolean }> {
+  if (record?.remote_job_id) return { jobId: record.remote_job_id, byKey: false };
+  const answer = await lookUpJob(client, at);
+  if ('unknown' in answer || !answer.found) {
+    const why =
+      'unknown' in answer
+        ? `the store has no vendor job for this submitted step and ${answer.unknown}`
+        : 'the store has no vendor job for this submitted step and the vendor has none for its key (lost its state?)';
+    await markNeedsReconciliation(store, at, why);
+    return parked(at, why);
+  }
+  const job = answer.found;
+  await saveStep(store, at, (r) => {
+    if (r?.remote_job_id === job.job_id) return r;
+    if (r?.remote_job_id)
+      throw storeCorrupt(at, `the record names job ${r.remote_job_id}, the vendor's is ${job.job_id}`);
+    return { ...(r ?? bareRecord(at, {})), ...reference(job, r), status: 'submitted', error: null };
+  });
+  return { jobId: job.job_id, byKey: true };
+}
+
+/** The fields a repair writes back together: the job and its quote, both from the vendor. */
+function reference(job: VendorJob, r: StepRecord | undefined): Partial<StepRecord> {
+  return { remote_job_id: job.job_id, quoted_cost: job.quoted_cost, submitted_at: r?.submitted_at ?? job.accepted_at };
+}
+
+async function saveArtifact(
+  store: EpisodeStore,
+  client: VendorClient,
+  at: StepRef,
+  artifactId: string,
+): Promise<MediaFile> {
+  const artifact = await client.downloadArtifact(artifactId);
+  const media: MediaFile = {
+    path: `media/${at.key}.${EXTENSIONS[at.step]}`,
+    sha256: createHash('sha256').update(artifact.bytes).digest('hex'),
+    bytes: artifact.bytes.length,
+  };
+  // A symlink planted in the episode's directory must not carry the artifact elsewhere.
+  const file = assertInside(store.mediaDir(at.id), path.join(store.mediaDir(at.id), media.path));
+  await ensureDirDurable(path.dirname(file));
+  await writeFileDurable(file, artifact.bytes);
+  return media;
+}
+
+interface Charge {
+  at: StepRef;
+  /** The vendor's job, as the last poll returned it: its quote is the amount. */
+  job: VendorJob;
+  /** The vendor said this job is the one its idempotency key created: the record may be repaired to name it. */
+  vouched: boolean;
+}
+
+/** Writes the charge (idempotent per remote job) and counts it only when this call added the ledger entry. */
+async function chargeOnce(
+  store: EpisodeStore,
+  c: Charge,
+  artifact: MediaFile | null,
+  status: 'succeeded' | 'failed',
+): Promise<EpisodeState> {
+  let added: LedgerEntry | undefined;
+  const next = await store.updateEpisode(c.at.id, (s) => {
+    const updated = charged(s, c, artifact, status);
+    added = updated.ledger.length > s.ledger.length ? updated.ledger.at(-1) : undefined;
+    return updated;
+  });
+  if (added) countCharge(added.step, added.amount_cents, status);
+  return next;
+}
+
+/**
+ * Pure, run under the episode's lock on the record as it is now: records the artifact (if any) and the ledger entry
+ * of the vendor's job, exactly once per job, at the vendor's price. A record naming another job is refused.
+ */
+export function charged(s: EpisodeState, c: Charge, artifact: MediaFile | null, status: 'succeeded' | 'failed') {
+  const { at, job } = c;
+  const record = s.steps[at.key];
+  if (record?.remote_job_id && record.remote_job_id !== job.job_id) {
+    throw storeCorrupt(
+      at,
+      `the record names job ${record.remote_job_id}, the vendor's job for its key is ${job.job_id}`,
+    );
+  }
+  if (!record?.remote_job_id && !c.vouched) {
+    parked(at, `the store forgot job ${job.job_id} while it ran; the next attempt looks it up by idempotency key`);
+  }
+  const cost = job.quoted_cost;
+  const existing = s.ledger.find((l) => l.remote_job_id === job.job_id);
+  if (existing && (existing.amount_cents !== cost.amount_cents || existing.currency !== cost.currency)) {
+    throw storeCorrupt(
+      at,
+      `the ledger bills job ${job.job_id} ${existing.amount_cents}, the vendor ${cost.amount_cents}`,
+    );
+  }
+  const entry: LedgerEntry = {
+    step: at.step,
+    round: at.round,
+    remote_job_id: job.job_id,
+    amount_cents: cost.amount_cents,
+    currency: cost.currency,
+    recorded_at: new Date().toISOString(),
+  };
+  const base = record ?? bareRecord(at, {});
+  const step: StepRecord = { ...base, ...reference(job, record), status, artifact, charged: true, error: null };
+  return {
+    ...s,
+    ledger: existing ? s.ledger : [...s.ledger, entry],
+    steps: { ...s.steps, [at.key]: step },
+    media: artifact ? { ...s.media, [at.key]: artifact } : s.media,
+  };
+}
+
+async function pollUntilDone(client: VendorClient, jobId: string, intervalMs: number): Promise<VendorJob> {
+  const context = Context.current();
+  for (let wait = intervalMs; ; wait = Math.min(wait * 2, 10_000)) {
+    const job = await client.getJob(jobId);
+    context.heartbeat({ jobId, status: job.status });
+    if (job.status === 'succeeded' || job.status === 'failed') return job;
+    await context.sleep(wait);
+  }
+}
