@@ -85,7 +85,7 @@ function ffmpegArgs(request: RenderRequest): string[] {
   }
   const seconds = request.kind === 'assembly' ? 4 : 3;
   return [
-    ...['-f', 'lavfi', '-i', `testsrc2=size=320x180:rate=15:duration=${seconds}`, '-vf', text(16, 'h-th-12')],
+    ...['-f', 'lavfi', '-i', `testsrc2=size=320x180:rate=15:duration=${seconds}`, '-vf', text(16, '(h-th)/2')],
     ...['-c:v', 'libx264', '-preset', 'ultrafast', '-crf', '32', '-pix_fmt', 'yuv420p', ...exact],
     ...['-movflags', '+faststart', '-f', 'mp4'],
   ];
