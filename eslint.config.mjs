@@ -34,6 +34,24 @@ export default tseslint.config(
     rules: { 'import-x/no-cycle': 'error' },
   },
   {
+    // The review desk is a top layer, like the CLI: only cli/, cli.ts and demo.ts may import it.
+    files: ['src/**/*.ts'],
+    rules: {
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            {
+              target: ['./src/!(cli|review)/**', './src/!(cli|demo).ts'],
+              from: './src/review',
+              message: 'the review desk is a top layer: only the CLI and the demo import it',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: SANDBOXED,
     rules: {
       'no-restricted-imports': [

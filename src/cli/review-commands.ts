@@ -25,6 +25,11 @@ const deskEnvSchema = z.object({
   EPISODES_REVIEW_TRUST_PROXY: z.string().optional(),
 });
 
+/** `HOST:PORT` (`[::1]:8240` for IPv6) as the desk listens on it. */
+export function parseListenAddress(raw: string, flag = '--listen'): { host: string; port: number } {
+  return parse(flag, listenSchema, raw);
+}
+
 export function registerReviewCommands(program: Command, ctx: CliContext): void {
   const review = program.command('review').description('the review desk: approve or rework episodes in a browser');
   const reviewers = () => new ReviewerStore(reviewersFile(ctx.dataDir));
