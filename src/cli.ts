@@ -11,6 +11,7 @@ import { registerLedgerCommands } from './cli/ledger-commands';
 import { registerLegacyMigrationCommands } from './cli/legacy-migration-commands';
 import { registerVerifyCommands } from './cli/verify-commands';
 import { registerPaidCommands } from './cli/paid-commands';
+import { registerReviewCommands } from './cli/review-commands';
 import { registerScheduleCommands } from './cli/schedule-commands';
 import { registerStoreCommands } from './cli/store-commands';
 import { registerVendorCommands } from './cli/vendor-commands';
@@ -42,6 +43,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   registerVerifyCommands(program, ctx);
   registerStoreCommands(program, ctx);
   registerVendorCommands(program, ctx);
+  registerReviewCommands(program, ctx);
   return { program, ctx };
 }
 

@@ -1,8 +1,9 @@
 /**
  * `npm run demo`: the main job on the embedded defaults. Starts (or reuses) the local dev server via temporal-dev.sh
  * and the vendor simulator, runs a worker, ensures the weekly schedule, triggers one scheduled run, and follows its
- * episode through production: video and cover, approval (automatic, or `--interactive` to wait for
- * `episodes approve`), assembly, completion. Prints the episode, its remote jobs, its ledger and its media hashes.
+ * episode through production: video and cover, approval (automatic, or `--interactive`: the review desk is served,
+ * with a reviewer token printed, and the demo waits for the decision made there or with `episodes approve`), assembly,
+ * completion. Prints the episode, its remote jobs, its ledger and its media hashes.
  * The dev server keeps running afterwards so the UI can be browsed; `./temporal-dev.sh stop` stops it.
  */
 import { execFileSync } from 'node:child_process';
@@ -20,6 +21,9 @@ import { FileEpisodeStore } from './store/file-store';
 import { DEFAULT_VENDOR_PORT } from './vendor-api/api';
 import { staticCredentialsLoader } from './vendor-api/credentials';
 import { startVendorSimulator } from './vendor-sim/simulator';
+import { DEFAULT_REVIEW_LISTEN, parseListenAddress } from './cli/review-commands';
+import { ReviewerStore, reviewersFile } from './review/reviewers';
+import { startReviewDesk } from './review/server';
 import { connectClient } from './temporal-connection';
 import { createWorker } from './worker';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';
@@ -83,15 +87,17 @@ async function main(): Promise<void> {
       await poll('approval', async () =>
         (await production.query(statusQuery)).phase === 'awaiting_approval' ? true : undefined,
       );
+      let desk: { close(): Promise<void> } | undefined;
       if (interactive) {
-        console.log(`waiting for approval: npx episodes approve ${weekly.episodeId}   (or rework --notes "...")`);
+        desk = await serveDesk(store, client, config, weekly.episodeId);
+        console.log(`  or: npx episodes approve ${weekly.episodeId}   (or rework --notes "...")`);
       } else {
         console.log('video and cover are ready; approving as "demo"');
         const updateId = decisionUpdateId(weekly.episodeId, 0, 'approve', 'demo');
         const accepted = await production.executeUpdate(approveUpdate, { args: [{ by: 'demo', round: 0 }], updateId });
         console.log(`accepted: round ${accepted.round} ${accepted.kind} by ${accepted.by}`);
       }
-      const result = await production.result();
+      const result = await production.result().finally(() => desk?.close());
       const state = await store.requireEpisode(parseEpisodeId(weekly.episodeId).episodeId);
       console.log('');
       console.log(describeEpisode(state));
@@ -110,6 +116,35 @@ async function main(): Promise<void> {
     await workerConnection.close();
     await vendor.close();
   }
+}
+
+const DEMO_REVIEWER = 'demo-reviewer';
+
+/** The review desk for `--interactive`: a fresh token for the demo's reviewer (a token is only ever shown once). */
+async function serveDesk(
+  store: FileEpisodeStore,
+  client: Client,
+  config: ReturnType<typeof loadConfig>,
+  episodeId: string,
+): Promise<{ close(): Promise<void> }> {
+  const reviewers = new ReviewerStore(reviewersFile(store.dataDir));
+  if (reviewers.exists(DEMO_REVIEWER)) await reviewers.remove(DEMO_REVIEWER);
+  const token = await reviewers.add(DEMO_REVIEWER);
+  const listen = parseListenAddress(
+    process.env.EPISODES_REVIEW_LISTEN ?? DEFAULT_REVIEW_LISTEN,
+    'EPISODES_REVIEW_LISTEN',
+  );
+  const desk = await startReviewDesk({
+    ...listen,
+    store,
+    reviewers,
+    getClient: () => Promise.resolve(client),
+    budgetCents: config.budgetCents,
+    timeZone: config.timezone,
+  });
+  console.log(`waiting for a decision in the review desk: ${desk.url}/episodes/${episodeId}`);
+  console.log(`  sign in as ${DEMO_REVIEWER} with the token: ${token}`);
+  return desk;
 }
 
 async function poll<T>(what: string, find: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {

@@ -3,13 +3,7 @@
  * checks that it exists before it touches Temporal, the credentials or the vendor.
  */
 import * as os from 'node:os';
-import {
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-  type Client,
-} from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Command } from 'commander';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
@@ -26,19 +20,13 @@ import {
   reconciledSignal,
   requestReworkUpdate,
   statusQuery,
-  type AcceptedDecision,
   type ProductionStatus,
 } from '../workflows/messages';
+import { decide } from './decision-updates';
 import { episodeRunTags } from '../workflows/episode-tags';
-import { approverProblem, notesProblem, type DecisionKind } from '../domain/decision';
+import { approverProblem, notesProblem } from '../domain/decision';
 import { formatMoney } from '../domain/money';
-import {
-  decisionUpdateId,
-  paidStepWorkflowId,
-  productionWorkflowId,
-  reassemblyWorkflowId,
-  stepKey,
-} from '../domain/names';
+import { paidStepWorkflowId, productionWorkflowId, reassemblyWorkflowId, stepKey } from '../domain/names';
 import { printJson, type CliContext } from './context';
 
 export function registerPaidCommands(program: Command, ctx: CliContext): void {
@@ -282,8 +270,6 @@ async function checkedQuote(id: EpisodeId, step: PaidStep, key: string, remoteJo
   return job.quoted_cost;
 }
 
-type ProductionHandle = ReturnType<Client['workflow']['getHandle']>;
-
 /** A round number as the CLI takes it, alone (`--round 1`) or in a step key (`rework-r1`). */
 const ROUND_NUMBER = String.raw`(0|[1-9]\d{0,3})`;
 
@@ -298,43 +284,6 @@ function parseRound(raw: string | undefined): number | undefined {
     ? undefined
     : `--round must be a round number (0, 1, 2 ...), got ${JSON.stringify(raw)}`;
   return Number(checked(ErrorType.InvalidInput, problem, raw));
-}
-
-/**
- * One decision as an update with an ID derived from episode, round, kind and approver: a retried call gets the first
- * answer back, a refused one exits with the workflow's reason. The round is `pinned` when the operator named it
- * (the workflow refuses a decision for any other round); otherwise the one the production waits in, or, if it has
- * already moved on after this approver's own decision (a retry), that decision's round. Only the pinned form is safe
- * for a rework retried after its new round has opened: unpinned, that retry is a decision for the new round.
- */
-async function decide(
-  client: Client,
-  id: EpisodeId,
-  kind: DecisionKind,
-  by: string,
-  pinned: number | undefined,
-  send: (h: ProductionHandle, round: number, updateId: string) => Promise<AcceptedDecision>,
-): Promise<AcceptedDecision> {
-  const handle = client.workflow.getHandle(productionWorkflowId(id));
-  try {
-    const round = pinned ?? decisionRound(await handle.query(statusQuery), kind, by);
-    return await send(handle, round, decisionUpdateId(id, round, kind, by));
-  } catch (e) {
-    if (e instanceof WorkflowNotFoundError) {
-      throw new PipelineError(ErrorType.InvalidState, `no running production for ${id} (${productionWorkflowId(id)})`);
-    }
-    if (e instanceof WorkflowUpdateFailedError && e.cause instanceof ApplicationFailure) {
-      const type = e.cause.type === ErrorType.InvalidInput ? ErrorType.InvalidInput : ErrorType.InvalidState;
-      throw new PipelineError(type, `refused by ${productionWorkflowId(id)}: ${e.cause.message}`);
-    }
-    throw e;
-  }
-}
-
-function decisionRound(status: ProductionStatus, kind: DecisionKind, by: string): number {
-  const last = status.decisions?.at(-1);
-  const waiting = status.phase === 'awaiting_approval' && last?.round !== status.reworkRound;
-  return !waiting && last?.kind === kind && last.by === by ? last.round : status.reworkRound;
 }
 
 function currencyOf(state: EpisodeState): string {

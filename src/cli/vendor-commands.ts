@@ -51,7 +51,7 @@ export function registerVendorCommands(program: Command, _ctx: CliContext): void
     });
 }
 
-function untilSignal(): Promise<void> {
+export function untilSignal(): Promise<void> {
   return new Promise((resolve) => {
     const stop = (): void => {
       process.off('SIGINT', stop);

@@ -27,6 +27,7 @@ import {
   type VendorJob,
 } from '../vendor-api/api';
 import { consume, parseFaults, seededRandom, type VendorFaults } from './faults';
+import { createMediaRenderer, roundOfClientRef, type MediaRenderer } from './media-render';
 import {
   readSimulatorState,
   SIMULATOR_STATE_SCHEMA,
@@ -70,7 +71,12 @@ export interface VendorSimulatorOptions {
   jobDurationMs?: number;
   pricesCents?: Partial<Record<JobKind, number>>;
   currency?: string;
+  /** Synthetic artifact sizes; a kind given here always gets synthetic bytes of that size, never a render. */
   artifactBytes?: Partial<Record<JobKind, number>>;
+  /** `render` (default): playable media where ffmpeg is available (media-render.ts); `synthetic`: random bytes. */
+  media?: 'render' | 'synthetic';
+  /** The ffmpeg binary (default: env EPISODES_SIM_FFMPEG, then `ffmpeg` on PATH). */
+  ffmpeg?: string;
   maxBodyBytes?: number;
   faults?: VendorFaults;
   /** Jobs, charges and idempotency records survive restarts in this JSON file. */
@@ -121,6 +127,7 @@ class Simulator {
   private readonly maxBodyBytes: number;
   private currentFaults: VendorFaults;
   private random: () => number;
+  private readonly renderer: MediaRenderer | null;
 
   private readonly jobs = new Map<string, JobRecord>();
   private readonly artifacts = new Map<string, string>();
@@ -145,6 +152,7 @@ class Simulator {
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.currentFaults = parseFaults(options.faults ?? {});
     this.random = seededRandom(options.seed ?? 1);
+    this.renderer = options.media === 'synthetic' ? null : createMediaRenderer({ ffmpeg: options.ffmpeg });
   }
 
   async load(): Promise<void> {
@@ -275,7 +283,7 @@ class Simulator {
     }
     if (collection === 'prices' && id === undefined) return x.respond(200, { prices: this.priceList() });
     if (collection === 'billing' && id === undefined) return x.respond(200, { charges: this.charges });
-    if (collection === 'artifacts' && id !== undefined) return this.artifact(x, id);
+    if (collection === 'artifacts' && id !== undefined) return await this.artifact(x, id);
     return x.respond(404, errorBody('not_found', 'no such route'));
   }
 
@@ -350,6 +358,7 @@ class Simulator {
       client_ref: clientRef,
     };
     this.addJob(job);
+    void this.rendered(job); // started now, so the render is usually ready when the job succeeds
     this.charges.push(charge);
     if (clientRef !== null && fingerprint !== null) {
       this.idempotency.set(clientRef, { key: clientRef, fingerprint, response });
@@ -378,11 +387,11 @@ class Simulator {
     x.respond(200, { jobs });
   }
 
-  private artifact(x: Exchange, artifactId: string): void {
+  private async artifact(x: Exchange, artifactId: string): Promise<void> {
     const jobId = this.artifacts.get(artifactId);
     const job = jobId === undefined ? undefined : this.jobs.get(jobId);
     if (!job || this.statusOf(job) !== 'succeeded') return x.respond(404, errorBody('not_found', 'no such artifact'));
-    const bytes = artifactBytes(job, this.artifactBytes[job.kind]);
+    const bytes = (await this.rendered(job)) ?? artifactBytes(job, this.artifactBytes[job.kind]);
     x.respondBytes(bytes, {
       'content-type': CONTENT_TYPES[job.kind],
       [ARTIFACT_SHA256_HEADER]: createHash('sha256').update(bytes).digest('hex'),
@@ -400,6 +409,12 @@ class Simulator {
     }
     this.currentFaults = faults;
     x.respond(200, faults);
+  }
+
+  /** The job's playable media, or null for synthetic bytes (no renderer, a size set for the kind, no ffmpeg). */
+  private rendered(job: JobRecord): Promise<Buffer | null> {
+    if (this.renderer === null || this.options.artifactBytes?.[job.kind] !== undefined) return Promise.resolve(null);
+    return this.renderer.render({ kind: job.kind, episodeId: job.episode_id, round: roundOfClientRef(job.client_ref) });
   }
 
   private view(job: JobRecord): VendorJob {

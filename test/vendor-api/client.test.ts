@@ -23,7 +23,8 @@ describe('vendor client against the simulator', () => {
   const startSim = useSimulators();
 
   it('submits, polls, downloads the verified artifact, reads prices and billing', async () => {
-    const sim = await startSim({ jobDurationMs: 20 });
+    // Synthetic bytes: their documented size is checked below (a render's size is the encoder's).
+    const sim = await startSim({ jobDurationMs: 20, media: 'synthetic' });
     const client = clientFor(sim);
     const submitted = await client.submitJob(videoRequest, '2026-W32-1-video-r0');
     assert.equal(submitted.replayed, false);

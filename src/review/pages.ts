@@ -1,0 +1,299 @@
+/** The desk's pages, rendered on the server from plain view data; every value goes through `html`'s escaping. */
+import type { EpisodeState, HistoryEntry, Money, PaidStep } from '../domain/episode-state';
+import { formatMoney } from '../domain/money';
+import { costOf, currentRound, isWaiting, remoteJobsOf, roundsOf, waitingSince } from './episode-view';
+import { html, page, type SafeHtml } from './html';
+import { spendChart, type WeekSpend } from './spend-chart';
+
+export interface Viewer {
+  name: string;
+  csrf: string;
+}
+
+const money = (m: Money): string => formatMoney(m.amount_cents, m.currency);
+
+/** A table; a heading ending in ` $` is a money column (right-aligned). */
+function table(headings: string[], rows: SafeHtml[], foot: SafeHtml | null): SafeHtml {
+  const th = headings.map((h) =>
+    h.endsWith(' $') ? html`<th class="money">${h.slice(0, -2)}</th>` : html`<th>${h}</th>`,
+  );
+  return html`<table>
+    <thead>
+      <tr>
+        ${th}
+      </tr>
+    </thead>
+    <tbody>
+      ${rows}
+    </tbody>
+    ${
+      foot
+        ? html`<tfoot>
+            ${foot}
+          </tfoot>`
+        : null
+    }
+  </table>`;
+}
+
+export function signInPage(csrf: string, problem: string | null): SafeHtml {
+  return page(
+    'Sign in',
+    html`<h1>Sign in</h1>
+      ${problem ? html`<p class="notice refused" role="alert">${problem}</p>` : null}
+      <form method="post" action="/sign-in">
+        <input type="hidden" name="_csrf" value="${csrf}" />
+        <p>
+          <label for="token">Token</label><br />
+          <input id="token" name="token" type="password" autocomplete="current-password" size="60" required />
+        </p>
+        <button type="submit">Sign in</button>
+      </form>
+      <p>A reviewer's token comes from <code>npx episodes review add-reviewer NAME</code>.</p>`,
+    null,
+  );
+}
+
+export function errorPage(title: string, message: string, viewer: Viewer | null): SafeHtml {
+  return page(
+    title,
+    html`<h1>${title}</h1>
+      <p>${message}</p>
+      <p><a href="/">Back to the waiting list</a></p>`,
+    viewer,
+  );
+}
+
+function waited(since: string | null, now: Date): string {
+  if (since === null) return 'unknown';
+  const minutes = Math.max(0, Math.floor((now.getTime() - Date.parse(since)) / 60_000));
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  return hours < 48 ? `${hours} h ${minutes % 60} min` : `${Math.floor(hours / 24)} days ${hours % 24} h`;
+}
+
+function budgetCell(cost: Money, budgetCents: number): SafeHtml {
+  const over = cost.amount_cents > budgetCents;
+  return html`<span class="${over ? 'over' : ''}">${money(cost)} of ${formatMoney(budgetCents, cost.currency)}</span>`;
+}
+
+function quotesText(quotes: Partial<Record<PaidStep, Money>>): string {
+  const parts = [
+    quotes.assembly ? `approve: assembly ${money(quotes.assembly)}` : null,
+    quotes.rework ? `rework: ${money(quotes.rework)}` : null,
+  ].filter((p) => p !== null);
+  return parts.length > 0 ? parts.join(' · ') : 'not known yet';
+}
+
+export function waitingPage(
+  states: readonly EpisodeState[],
+  ctx: { viewer: Viewer; budgetCents: number; quotes: Partial<Record<PaidStep, Money>>; now: Date },
+): SafeHtml {
+  const waiting = states
+    .filter(isWaiting)
+    .map((s) => ({ state: s, since: waitingSince(s) }))
+    .sort(
+      (a, b) => (a.since ?? '').localeCompare(b.since ?? '') || a.state.episode_id.localeCompare(b.state.episode_id),
+    );
+  const rows = waiting.map(
+    ({ state, since }) =>
+      html`<tr>
+        <td><a href="/episodes/${state.episode_id}">${state.episode_id}</a></td>
+        <td>${currentRound(state)}</td>
+        <td title="${since ?? ''}">${waited(since, ctx.now)}</td>
+        <td class="money">${budgetCell(costOf(state), ctx.budgetCents)}</td>
+      </tr>`,
+  );
+  return page(
+    'Waiting',
+    html`<h1>Waiting for a decision</h1>
+      ${
+        rows.length === 0
+          ? html`<p>No episode is waiting for a decision.</p>`
+          : table(['Episode', 'Round', 'Waiting', 'Cost so far / budget $'], rows, null)
+      }
+      <p>Next paid step: ${quotesText(ctx.quotes)}.</p>`,
+    ctx.viewer,
+  );
+}
+
+export type DecisionOutcome = { accepted: true; message: string } | { accepted: false; message: string };
+
+export interface EpisodePageData {
+  state: EpisodeState;
+  viewer: Viewer;
+  budgetCents: number;
+  quotes: Partial<Record<PaidStep, Money>>;
+  /** Media keys whose file is real media (false: the simulator had no ffmpeg). */
+  playable: Record<string, boolean>;
+  outcome: DecisionOutcome | null;
+  now: Date;
+}
+
+function mediaUrl(state: EpisodeState, key: string): string {
+  return `/episodes/${state.episode_id}/media/${key}`;
+}
+
+function videoBlock(d: EpisodePageData, key: string | null, label: string): SafeHtml {
+  if (key === null) return html`<p>${label}: not delivered yet.</p>`;
+  return html`<figure>
+    <video controls preload="metadata" src="${mediaUrl(d.state, key)}" aria-label="${label}"></video>
+    <figcaption>
+      ${label} (<a href="${mediaUrl(d.state, key)}">${key}</a>)
+      ${
+        d.playable[key] === false
+          ? html`<span class="notice warn"
+              >Preview not playable: the vendor simulator had no ffmpeg, so this file holds synthetic bytes.</span
+            >`
+          : null
+      }
+    </figcaption>
+  </figure>`;
+}
+
+function decisionForms(d: EpisodePageData, round: number): SafeHtml {
+  if (!isWaiting(d.state)) return html`<p>No decision is waiting (status: ${d.state.status}).</p>`;
+  const hidden = html`<input type="hidden" name="_csrf" value="${d.viewer.csrf}" />
+    <input type="hidden" name="round" value="${round}" />`;
+  const url = `/episodes/${d.state.episode_id}/decision`;
+  return html`<section aria-label="Decision">
+    <h2>Decision on round ${round}</h2>
+    <form method="post" action="${url}">
+      ${hidden}
+      <button type="submit" name="action" value="approve">Approve</button>
+    </form>
+    <form method="post" action="${url}">
+      ${hidden}
+      <p>
+        <label for="notes">Notes</label><br /><textarea id="notes" name="notes" maxlength="4000" required></textarea>
+      </p>
+      <button type="submit" name="action" value="rework">Request rework</button>
+    </form>
+  </section>`;
+}
+
+export function episodePage(d: EpisodePageData): SafeHtml {
+  const { state } = d;
+  const round = currentRound(state);
+  const rounds = roundsOf(state);
+  const cost = costOf(state);
+  const completed = state.status === 'completed';
+  const current = completed ? (state.media.video ? 'video' : null) : (rounds.at(-1)?.videoKey ?? null);
+  const cover = state.media.cover ? 'cover' : state.media['cover-r0'] ? 'cover-r0' : null;
+  const earlier = (completed ? rounds : rounds.slice(0, -1)).map(
+    (r) =>
+      html`<li>
+        ${videoBlock(d, r.videoKey, `Round ${r.round}`)}
+        ${r.reworkNotes !== null ? html`<p>Rework notes: <q class="notes">${r.reworkNotes}</q></p>` : null}
+      </li>`,
+  );
+  const ledger = state.ledger.map(
+    (l) =>
+      html`<tr>
+        <td>${l.step}-r${l.round}</td>
+        <td>${l.remote_job_id}</td>
+        <td>${l.recorded_at}</td>
+        <td class="money">${formatMoney(l.amount_cents, l.currency)}</td>
+      </tr>`,
+  );
+  const jobs = remoteJobsOf(state).map(
+    (j) =>
+      html`<tr>
+        <td>${j.key}</td>
+        <td>${j.status}</td>
+        <td>${j.remoteJobId ?? '-'}</td>
+        <td class="money">${j.quoted ? money(j.quoted) : '-'}</td>
+      </tr>`,
+  );
+  const outcome = d.outcome
+    ? html`<p class="notice ${d.outcome.accepted ? 'ok' : 'refused'}" role="status">${d.outcome.message}</p>`
+    : null;
+  const approval = state.approval;
+  return page(
+    state.episode_id,
+    html`<h1>Episode ${state.episode_id}</h1>
+      ${outcome}
+      <p>
+        Status: <strong>${state.status}</strong>${
+          approval && approval.status !== 'pending'
+            ? html` · last decision: ${approval.status}${approval.by ? html` by ${approval.by}` : null}`
+            : null
+        }
+        · cost so far ${budgetCell(cost, d.budgetCents)}
+      </p>
+      <section aria-label="Current cut">
+        <h2>${completed ? 'Final video' : `Round ${round}`}</h2>
+        ${videoBlock(d, current, completed ? 'Final video' : `Round ${round}`)}
+        ${
+          cover
+            ? html`<figure>
+                <img class="cover" src="${mediaUrl(state, cover)}" alt="Cover of ${state.episode_id}" />
+                ${
+                  d.playable[cover] === false
+                    ? html`<figcaption class="notice warn">Cover preview not viewable (synthetic bytes).</figcaption>`
+                    : null
+                }
+              </figure>`
+            : html`<p>Cover: not delivered yet.</p>`
+        }
+      </section>
+      ${decisionForms(d, round)} ${isWaiting(state) ? html`<p>Next paid step: ${quotesText(d.quotes)}.</p>` : null}
+      ${
+        earlier.length > 0
+          ? html`<section>
+              <h2>Earlier rounds</h2>
+              <ol start="0">
+                ${earlier}
+              </ol>
+            </section>`
+          : null
+      }
+      <section>
+        <h2>Ledger</h2>
+        ${table(
+          ['Step', 'Remote job', 'Recorded', 'Amount $'],
+          ledger,
+          html`<tr>
+            <th colspan="3">Total</th>
+            <th class="money">${money(cost)}</th>
+          </tr>`,
+        )}
+      </section>
+      <section>
+        <h2>Remote jobs</h2>
+        ${table(['Step', 'Status', 'Vendor job', 'Quoted $'], jobs, null)}
+      </section>`,
+    d.viewer,
+  );
+}
+
+export function donePage(
+  entries: readonly HistoryEntry[],
+  ctx: { viewer: Viewer; weeks: readonly WeekSpend[]; currency: string },
+): SafeHtml {
+  const rows = [...entries]
+    .sort((a, b) => b.completed_at.localeCompare(a.completed_at))
+    .map(
+      (e) =>
+        html`<tr>
+          <td><a href="/episodes/${e.episode_id}">${e.episode_id}</a></td>
+          <td>${e.completed_at}</td>
+          <td>${e.media.video ? html`<a href="/episodes/${e.episode_id}/media/video">final video</a>` : 'none'}</td>
+          <td class="money">${formatMoney(e.total_cost_cents, e.currency)}</td>
+        </tr>`,
+    );
+  return page(
+    'Done',
+    html`<h1>Completed episodes</h1>
+      <section>
+        <h2>Spend per week</h2>
+        ${spendChart(ctx.weeks, ctx.currency)}
+      </section>
+      ${
+        rows.length === 0
+          ? html`<p>No completed episode yet.</p>`
+          : table(['Episode', 'Completed', 'Final video', 'Total cost $'], rows, null)
+      }`,
+    ctx.viewer,
+  );
+}
