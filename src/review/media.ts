@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { EpisodeState } from '../domain/episode-state';
 import type { EpisodeId } from '../domain/episode-id';
 import type { EpisodeStore } from '../store/episode-store';
-import { assertInside } from '../store/durable-fs';
+import { assertInside } from '../files/durable-fs';
 
 /** A media record key: `video`, `cover` (the final ones) or `<step>-r<round>`. */
 export const mediaKeySchema = z.string().regex(/^(video|cover|rework|assembly)(-r(0|[1-9]\d{0,3}))?$/);

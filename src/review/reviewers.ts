@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { approverProblem } from '../domain/decision';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
-import { ensureDirDurable, readJsonFile, writeJsonDurable } from '../store/durable-fs';
+import { ensureDirDurable, readJsonFile, writeJsonDurable } from '../files/durable-fs';
 
 const reviewerSchema = z.strictObject({
   name: z.string(),

@@ -36,7 +36,7 @@ import {
   type StoreKind,
   type StoreTarget,
   type WorkerProcess,
-} from './helpers';
+} from '../helpers/reliability';
 
 const FULL = process.env.EPISODES_FAULTS === 'full';
 const momentTimeout = 120_000;
