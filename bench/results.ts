@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 
-export const SECTIONS = ['allocation', 'contention', 'temporal', 'production'] as const;
+export const SECTIONS = ['allocation', 'contention', 'temporal', 'production', 'review'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 const finitePositive = z.number().positive();
@@ -83,6 +83,9 @@ export const configSchema = z.strictObject({
   production_parked: z.number().int().positive(),
   production_parked_samples: z.number().int().positive(),
   production_parked_cache: z.number().int().positive(),
+  review_completed: z.number().int().positive(),
+  review_waiting: z.number().int().positive(),
+  review_requests: z.number().int().positive(),
 });
 export type BenchConfig = z.infer<typeof configSchema>;
 

@@ -4,7 +4,7 @@
  * section that threw makes the exit code 1.
  *
  *   --smoke             tiny sizes and a few iterations (the mocha smoke test runs this)
- *   --only a,b          sections: allocation, contention, temporal, production (default: all)
+ *   --only a,b          sections: allocation, contention, temporal, production, review (default: all)
  *   --no-postgres       skip the PostgreSQL rows
  *   --no-profile        skip the profile of the worst allocation ratio
  *   --out <dir>         where the results JSON goes (default bench/results)
@@ -19,6 +19,7 @@ import { benchAllocation } from './allocation';
 import { benchContention } from './contention';
 import { gitFacts, machineFacts } from './machine';
 import { benchProduction } from './production';
+import { benchReviewDesk } from './review-desk';
 import { profileAllocation } from './profile';
 import { printTable } from './report';
 import {
@@ -53,6 +54,9 @@ const FULL: BenchConfig = {
   production_parked: 2_000,
   production_parked_samples: 20,
   production_parked_cache: DEFAULT_MAX_CACHED_WORKFLOWS,
+  review_completed: 1_000,
+  review_waiting: 20,
+  review_requests: 300,
 };
 
 const SMOKE: BenchConfig = {
@@ -71,6 +75,9 @@ const SMOKE: BenchConfig = {
   production_parked: 8,
   production_parked_samples: 2,
   production_parked_cache: 4,
+  review_completed: 30,
+  review_waiting: 3,
+  review_requests: 5,
 };
 
 function log(message: string): void {
@@ -194,6 +201,15 @@ async function main(): Promise<number> {
         samples: config.production_parked_samples,
         cacheSize: config.production_parked_cache,
         workDir: path.join(workDir, 'worker-process'),
+        log,
+      }),
+    );
+    await section('review', () =>
+      benchReviewDesk({
+        completed: config.review_completed,
+        waiting: config.review_waiting,
+        requests: config.review_requests,
+        workDir: path.join(workDir, 'review'),
         log,
       }),
     );

@@ -28,6 +28,9 @@ function expectedRows(r: BenchResults): string[] {
     'production/memory',
     'production/worker-start',
     'production/parked',
+    'review/waiting',
+    'review/episode',
+    'review/done',
   ];
 }
 

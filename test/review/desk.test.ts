@@ -4,7 +4,7 @@
  * escaping, media paths, sign-in rate limit).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { statusQuery } from '../../src/workflows/messages';
 import { productionWorkflowId } from '../../src/domain/names';
@@ -175,10 +175,14 @@ describe('review desk (Chromium)', function () {
       `/episodes/${id}/media/__proto__`,
     ];
     for (const p of attempts) assert.equal((await context.request.get(p)).status(), 404, p);
-    // A media record naming a file outside the episode's directory is not served either.
+    // A media record naming a file outside the episode's directory is not served either, even when it exists.
+    writeFileSync(
+      path.join(h.dir, 'outside.png'),
+      readFileSync(path.join(h.store.mediaDir(id), 'media', 'cover-r0.png')),
+    );
     await h.store.updateEpisode(id, (s) => ({
       ...s,
-      media: { ...s.media, 'cover-r0': { ...s.media['cover-r0']!, path: '../../review/reviewers.json.png' } },
+      media: { ...s.media, 'cover-r0': { ...s.media['cover-r0']!, path: '../../outside.png' } },
     }));
     assert.equal((await context.request.get(`/episodes/${id}/media/cover-r0`)).status(), 404);
     assert.equal((await context.request.get(`/episodes/${id}/media/video-r0`)).status(), 200);
