@@ -1,6 +1,7 @@
 import { ApplicationFailure, condition, log, setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { approverProblem, notesProblem, type DecisionKind } from '../domain/decision';
+import { decisionUpdateId } from '../domain/names';
 import { ErrorType } from '../shared';
 import {
   approveSignal,
@@ -104,6 +105,8 @@ export function showWaiting(episodeId: string, round: number, since: string, tim
       `Waiting for approval of round ${round} since ${since}${timeout ? ` (gives up after ${timeout})` : ''}.`,
       `Approve: \`npx episodes approve ${episodeId} --by NAME\` (update or signal \`approve\`, {"by":"NAME","round":${round}}).`,
       `Rework: \`npx episodes rework ${episodeId} --notes "..." --by NAME\` (update or signal \`requestRework\`, {"notes":"...","by":"NAME","round":${round}}).`,
+      // The CLI's update ID: a retry under it, from anywhere, gets the first answer back (README, "Send an Update").
+      `In the UI: Send an Update, Update ID \`${decisionUpdateId(episodeId, round, 'approve', 'NAME')}\` (or \`...-rework-NAME\`).`,
     ].join('\n'),
   );
 }
