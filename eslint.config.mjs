@@ -13,7 +13,8 @@ const sandboxGlobal = (name, why) => ({ name, message: `${name} is not available
 
 // The layers of src/, bottom first (docs/architecture.md, "Layers"). A file may import its own unit and the units of
 // lower floors, nothing on its floor or above: a wrong-way import fails lint, not a review. `only` narrows a unit
-// further (workflows run in the sandbox; the simulator stands in for the outside vendor and knows no store).
+// further (workflows run in the sandbox; the simulator stands in for the outside vendor and knows no store);
+// `usedOnlyBy` keeps the simulator out of the code that runs in production.
 const LAYERS = [
   [{ name: 'shared', paths: ['src/shared.ts'] }],
   [{ name: 'domain', paths: ['src/domain'] }],
@@ -25,7 +26,12 @@ const LAYERS = [
   [{ name: 'files', paths: ['src/files'] }],
   [
     { name: 'store', paths: ['src/store'] },
-    { name: 'vendor-sim', paths: ['src/vendor-sim'], only: ['shared', 'domain', 'vendor-api', 'files'] },
+    {
+      name: 'vendor-sim',
+      paths: ['src/vendor-sim'],
+      only: ['shared', 'domain', 'vendor-api', 'files'],
+      usedOnlyBy: ['cli and review desk', 'demo'],
+    },
   ],
   [
     { name: 'activities', paths: ['src/activities'] },
@@ -48,19 +54,23 @@ const LAYERS = [
   [{ name: 'cli and review desk', paths: ['src/cli.ts', 'src/cli', 'src/review'] }],
   [{ name: 'demo', paths: ['src/demo.ts'] }],
 ];
-const layerZones = LAYERS.flatMap((floor, level) =>
+/** Why `unit` (on floor `level`) may not import `other`, or undefined when it may. */
+function forbidden(unit, level, other, otherLevel) {
+  if (otherLevel >= level) return `${unit.name} must not import ${other.name} (same floor or above)`;
+  if (unit.only && !unit.only.includes(other.name)) return `${unit.name} imports only ${unit.only.join(', ')}`;
+  if (other.usedOnlyBy && !other.usedOnlyBy.includes(unit.name)) {
+    return `${other.name} is used only by ${other.usedOnlyBy.join(', ')} (and tests)`;
+  }
+  return undefined;
+}
+export const layerZones = LAYERS.flatMap((floor, level) =>
   floor.flatMap((unit) =>
     LAYERS.flatMap((other, otherLevel) =>
       other
-        .filter((o) => o !== unit && (otherLevel >= level || (unit.only && !unit.only.includes(o.name))))
-        .map((o) => ({
-          target: unit.paths,
-          from: o.paths,
-          message:
-            otherLevel >= level
-              ? `${unit.name} must not import ${o.name} (same floor or above): layers import downwards only, see docs/architecture.md.`
-              : `${unit.name} imports only ${unit.only.join(', ')}: see docs/architecture.md.`,
-        })),
+        .filter((o) => o !== unit)
+        .map((o) => ({ o, why: forbidden(unit, level, o, otherLevel) }))
+        .filter(({ why }) => why !== undefined)
+        .map(({ o, why }) => ({ target: unit.paths, from: o.paths, message: `${why}: see docs/architecture.md.` })),
     ),
   ),
 );

@@ -2,6 +2,7 @@ import { ApplicationFailure, condition, log, setCurrentDetails, setHandler } fro
 import type { Duration } from '@temporalio/common';
 import { approverProblem, notesProblem, type DecisionKind } from '../domain/decision';
 import type { ReviewNotice } from '../domain/review-notice';
+import { decisionUpdateId } from '../domain/names';
 import { ErrorType } from '../shared';
 import {
   approveSignal,
@@ -115,6 +116,8 @@ export function showWaiting(
       ...(notice ? noticeLines(notice) : []),
       `Approve: \`npx episodes approve ${episodeId} --by NAME\` (update or signal \`approve\`, {"by":"NAME","round":${round}}).`,
       `Rework: \`npx episodes rework ${episodeId} --notes "..." --by NAME\` (update or signal \`requestRework\`, {"notes":"...","by":"NAME","round":${round}}).`,
+      // The CLI's update ID: a retry under it, from anywhere, gets the first answer back (README, "Send an Update").
+      `In the UI: Send an Update, Update ID \`${decisionUpdateId(episodeId, round, 'approve', 'NAME')}\` (or \`...-rework-NAME\`).`,
     ].join('\n'),
   );
 }

@@ -25,7 +25,12 @@ import { capturedLogs } from '../helpers/setup';
 import { temporalCliPath } from '../helpers/temporal';
 import { useWorkflowHarness } from '../helpers/workflow-harness';
 import { until } from '../helpers/wait';
-import { paidStepWorkflowId, productionWorkflowId, reassemblyWorkflowId } from '../../src/domain/names';
+import {
+  decisionUpdateId,
+  paidStepWorkflowId,
+  productionWorkflowId,
+  reassemblyWorkflowId,
+} from '../../src/domain/names';
 
 const execFileAsync = promisify(execFile);
 
@@ -225,6 +230,7 @@ describe('approvals that answer, late signals, UI details, one search per episod
       assert.match(metadata.currentDetails, /Waiting for approval of round 0 since \d{4}-/);
       assert.ok(metadata.currentDetails.includes(`npx episodes approve ${id} --by NAME`), metadata.currentDetails);
       assert.match(metadata.currentDetails, /update or signal `requestRework`/);
+      assert.ok(metadata.currentDetails.includes(decisionUpdateId(id, 0, 'approve', 'NAME')), metadata.currentDetails);
       const described = [
         ...metadata.definition.queryDefinitions,
         ...metadata.definition.signalDefinitions,
