@@ -36,15 +36,13 @@ interface NewEpisode {
 export class FileAllocator {
   private tempsSwept = false;
 
-  constructor(
-    private readonly layout: FileLayout,
-    private readonly lock: PipelineLock,
-  ) {}
+  /** The store's layout and its pipeline lock, looked up on each allocation (a test may swap the lock). */
+  constructor(private readonly layout: FileLayout & { readonly lock: PipelineLock }) {}
 
   /** Under the pipeline lock: read, decide, and (for a new episode) commit, as one critical section. */
   async allocate(request: AllocationRequest): Promise<AllocationResult> {
     await this.layout.ensureLayout();
-    return this.lock.withLock(async (guard) => {
+    return this.layout.lock.withLock(async (guard) => {
       await this.sweepLeftoverTemps();
       const { result, created } = await this.decide(request, guard);
       if (created) await this.commitAllocation(created, guard);

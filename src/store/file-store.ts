@@ -64,7 +64,7 @@ export class FileEpisodeStore extends FileLayout implements EpisodeStore {
     super(dataDir);
     this.lockOptions = lockOptions;
     this.lock = new PipelineLock(this.dataDir, lockOptions);
-    this.allocator = new FileAllocator(this, this.lock);
+    this.allocator = new FileAllocator(this);
   }
 
   allocate(request: AllocationRequest): Promise<AllocationResult> {
