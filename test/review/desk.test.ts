@@ -4,6 +4,7 @@
  * escaping, media paths, sign-in rate limit).
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { statusQuery } from '../../src/workflows/messages';
@@ -48,6 +49,17 @@ describe('review desk (Chromium)', function () {
     assert.equal(res.headers()['content-range'], `bytes 100-299/${file.length}`);
     assert.equal(res.headers()['content-type'], 'video/mp4');
     assert.ok((await res.body()).equals(file.subarray(100, 300)));
+  });
+
+  it('says the preview is not playable when the vendor had no ffmpeg (synthetic bytes)', async () => {
+    const id = await h.waitingEpisode('desk-synthetic');
+    // What the simulator serves without ffmpeg: random bytes labelled video/mp4 (media-render.test.ts shows it).
+    const state = (await h.store.getEpisode(id))!;
+    writeFileSync(path.join(h.store.mediaDir(id), state.media['video-r0']!.path), randomBytes(8192));
+    const { page } = await h.signedIn(await h.reviewers.add('alice'));
+    await page.goto(`/episodes/${id}`);
+    await page.getByText('Preview not playable').waitFor();
+    await page.getByRole('button', { name: 'Approve' }).waitFor();
   });
 
   it('approve: the page shows the accepted decision and the episode completes', async () => {
