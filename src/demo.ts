@@ -13,7 +13,7 @@ import { Client, ScheduleAlreadyRunning, WorkflowFailedError, type WorkflowHandl
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
-import { loadConfig, loadDemoSettings } from './config';
+import { type DemoSettings, loadConfig, loadDemoSettings } from './config';
 import { parseEpisodeId } from './domain/episode-id';
 import { formatMoney } from './domain/money';
 import { SCHEDULE_ID, decisionUpdateId } from './domain/names';
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const config = loadConfig();
   const demo = loadDemoSettings();
-  startLocalDevServerUnlessConfigured(config);
+  startLocalDevServerUnlessConfigured(config, demo);
   const store = new FileEpisodeStore();
   // The simulator keeps its jobs in the data dir, so a production interrupted in one demo resumes in the next.
   const apiKey = demo.vendorApiKey ?? `demo-${randomBytes(12).toString('hex')}`;
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   const connection = await connectClient(config.temporal);
   const client = new Client({ connection, namespace: config.temporal.namespace });
   try {
-    await worker.runUntil(() => runOneScheduledEpisode(client, store, config, interactive));
+    await worker.runUntil(() => runOneScheduledEpisode(client, store, config, demo, interactive));
   } catch (e) {
     if (e instanceof WorkflowFailedError) console.error(`workflow failed: ${e.cause?.message ?? e.message}`);
     throw e;
@@ -71,10 +71,10 @@ async function main(): Promise<void> {
 }
 
 /** No TEMPORAL_ADDRESS and no profile naming a server: the local dev server, started (or reused) here. */
-function startLocalDevServerUnlessConfigured(config: Config): void {
+function startLocalDevServerUnlessConfigured(config: Config, demo: DemoSettings): void {
   if (config.temporal.addressConfigured) return;
   execFileSync('bash', [path.join(ROOT, 'temporal-dev.sh'), 'start'], { stdio: 'inherit' });
-  config.temporal = { ...config.temporal, address: '127.0.0.1:7233' };
+  config.temporal = { ...config.temporal, address: demo.devServer.address };
 }
 
 /** The demo's story: one scheduled run, allocated, produced, decided on, and its episode printed. */
@@ -82,6 +82,7 @@ async function runOneScheduledEpisode(
   client: Client,
   store: FileEpisodeStore,
   config: Config,
+  demo: DemoSettings,
   interactive: boolean,
 ): Promise<void> {
   await ensureWeeklySchedule(client, config);
@@ -105,7 +106,7 @@ async function runOneScheduledEpisode(
   console.log(`outcome:     ${result.outcome}`);
   if (result.outcome === 'completed') console.log(`total cost:  ${formatMoney(result.totalCostCents)}`);
   console.log(`data dir:    ${store.dataDir}`);
-  console.log(`Temporal UI: http://127.0.0.1:8233/namespaces/${config.temporal.namespace}/workflows/${workflowId}`);
+  console.log(`Temporal UI: ${demo.devServer.uiUrl}/namespaces/${config.temporal.namespace}/workflows/${workflowId}`);
   console.log('run `npm run demo` again: the next run of this week gets the next sequence.');
 }
 
