@@ -4,7 +4,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
-import type { EpisodeState, PaidStep, StepRecord } from '../domain/episode-state';
+import type { EpisodeState, MediaFile, PaidStep, StepRecord } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
 import { idempotencyKey, stepKey } from '../domain/names';
 import { ErrorType } from '../shared';
@@ -23,6 +23,25 @@ export interface PaidStepDeps {
   budgetCents: number;
   /** How often `awaitPaidStep` polls the vendor while a job runs. */
   pollIntervalMs?: number;
+}
+
+export interface PaidStepInput {
+  episodeId: string;
+  step: PaidStep;
+  round: number;
+  /** What to ask the vendor for. Saved with the intent; a resume always sends the saved spec, never a rebuilt one. */
+  spec: Record<string, unknown>;
+}
+
+export interface SubmittedStep {
+  remoteJobId: string;
+}
+
+export interface CompletedStep {
+  remoteJobId: string;
+  artifact: MediaFile;
+  costCents: number;
+  currency: string;
 }
 
 /** One paid step of one episode, with the names the store and the vendor know it by. */

@@ -26,10 +26,11 @@ import {
   saveStep,
   storeCorrupt,
   vendorClient,
+  type CompletedStep,
+  type PaidStepInput,
   type PaidStepDeps,
   type StepRef,
 } from './paid-step-record';
-import type { CompletedStep, PaidStepInput } from './paid-steps';
 
 const EXTENSIONS: Record<PaidStep, string> = { video: 'mp4', cover: 'png', rework: 'mp4', assembly: 'mp4' };
 

@@ -16,10 +16,11 @@ import {
   requireStep,
   saveStep,
   vendorClient,
+  type PaidStepInput,
+  type SubmittedStep,
   type PaidStepDeps,
   type StepRef,
 } from './paid-step-record';
-import type { PaidStepInput, SubmittedStep } from './paid-steps';
 
 export async function submitPaidStep(deps: PaidStepDeps, input: PaidStepInput): Promise<SubmittedStep> {
   const { at, state } = await requireStep(deps.store, input);

@@ -10,37 +10,17 @@
  * say, the step needs an operator. Submission lives in paid-step-submit.ts, the wait and the charge in
  * paid-step-settle.ts, what both share in paid-step-record.ts.
  */
-import type { MediaFile, PaidStep } from '../domain/episode-state';
 import { withFailureMapping } from './failures';
 import { withHeartbeat } from './heartbeat';
-import type { PaidStepDeps } from './paid-step-record';
+import type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-record';
 import { awaitPaidStep } from './paid-step-settle';
 import { submitPaidStep } from './paid-step-submit';
 
-export type { PaidStepDeps } from './paid-step-record';
+export type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-record';
 export { committedCents } from './paid-step-submit';
 
 /** 200 USD: a first cut (video 42 + cover 3 + assembly 8) plus several reworks at 15 each. */
 export const DEFAULT_EPISODE_BUDGET_CENTS = 20_000;
-
-export interface PaidStepInput {
-  episodeId: string;
-  step: PaidStep;
-  round: number;
-  /** What to ask the vendor for. Saved with the intent; a resume always sends the saved spec, never a rebuilt one. */
-  spec: Record<string, unknown>;
-}
-
-export interface SubmittedStep {
-  remoteJobId: string;
-}
-
-export interface CompletedStep {
-  remoteJobId: string;
-  artifact: MediaFile;
-  costCents: number;
-  currency: string;
-}
 
 /** The activities the workflows call, by these names and signatures (recorded histories replay against them). */
 export function createPaidStepActivities(deps: PaidStepDeps) {

@@ -157,7 +157,9 @@ describe('the lock against hostile local processes', function () {
     await assertWeekClean(dir, all);
   });
 
-  it('a process as user nobody tries every way in: it cannot allocate, wait, take over or disturb the holder', async () => {
+  it('a process as user nobody tries every way in: it cannot allocate, wait, take over or disturb the holder', async function () {
+    // Becoming another user takes root; as anyone else this is reported pending, not passed.
+    if (process.getuid?.() !== 0) return this.skip();
     const dir = tempDir();
     const holder = await startHolder(dir);
     const probe = spawn(

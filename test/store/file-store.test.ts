@@ -121,6 +121,17 @@ describe('file store specifics', function () {
     }
   });
 
+  it('an episode lock has its own failpoint: allocation.lock-taken fires for the pipeline lock only', async () => {
+    const { episodeId } = await alloc('run-a');
+    const update = (points: string) =>
+      runNode('test/helpers/episode-update-client.js', [episodeId], {
+        EPISODES_DATA_DIR: dir,
+        EPISODES_FAILPOINTS: points,
+      });
+    assert.equal((await update('allocation.lock-taken=throw')).stdout, 'ok');
+    assert.match((await update('episode.lock-taken=throw')).stdout, /injected failure at failpoint episode.lock-taken/);
+  });
+
   describe('a process killed at each durable step of an allocation', () => {
     const childEnv = () => ({ EPISODES_DATA_DIR: dir, EPISODES_STORE_URL: '', EPISODES_LOCK_STALE_MS: '2000' });
     const killAt = async (point: string, key: string, week: string = W32) => {
