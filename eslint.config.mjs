@@ -99,7 +99,17 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    rules: { 'import-x/no-restricted-paths': ['error', { zones: layerZones }] },
+    rules: {
+      'import-x/no-restricted-paths': ['error', { zones: layerZones }],
+      // STYLE.md "Functions": one job each, about 80 lines. A longer one says why in its eslint-disable comment.
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
+    },
+  },
+  {
+    // Over 80 lines, kept as warnings until the review-desk branch (which is changing src/review/) lands, so the split
+    // is done once, on its code: buildReviewDesk (server.ts, 160) and episodePage (pages.ts, 94). Issue 22.
+    files: ['src/review/server.ts', 'src/review/pages.ts'],
+    rules: { 'max-lines-per-function': ['warn', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }] },
   },
   {
     // Workflow code takes activities as types only (`proxyActivities<...>`): their code needs Node.

@@ -95,22 +95,34 @@ const profileSchema = z.object({
   grpcMeta: z.record(z.string(), z.string()).optional(),
 });
 
+const port = z.coerce.number().int().min(0).max(65_535);
 const demoEnvSchema = z.object({
   VENDOR_API_KEY: z.string().min(1).optional(),
-  DEMO_VENDOR_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  DEMO_VENDOR_PORT: port.optional(),
+  // The same variables, with the same defaults, as temporal-dev.sh, which starts the dev server the demo talks to.
+  TEMPORAL_DEV_IP: z.preprocess(unsetIfEmpty, z.string().min(1).default('127.0.0.1')),
+  TEMPORAL_DEV_PORT: z.preprocess(unsetIfEmpty, port.default(7233)),
+  TEMPORAL_DEV_UI_PORT: z.preprocess(unsetIfEmpty, port.default(8233)),
 });
 
-/** What `npm run demo` takes besides the pipeline's own settings: the simulator's key and port. */
+/** What `npm run demo` takes besides the pipeline's own settings: the simulator's key and port, the dev server's. */
 export interface DemoSettings {
   /** VENDOR_API_KEY, else the demo makes a random one. */
   vendorApiKey?: string;
   /** DEMO_VENDOR_PORT, else the simulator's default port. */
   vendorPort?: number;
+  /** Where temporal-dev.sh serves the dev server (TEMPORAL_DEV_IP, TEMPORAL_DEV_PORT) and its UI (TEMPORAL_DEV_UI_PORT). */
+  devServer: { address: string; uiUrl: string };
 }
 
 export function loadDemoSettings(env: NodeJS.ProcessEnv = process.env): DemoSettings {
   const parsed = demoEnvSchema.parse({ ...env, VENDOR_API_KEY: env.VENDOR_API_KEY || undefined });
-  return { vendorApiKey: parsed.VENDOR_API_KEY, vendorPort: parsed.DEMO_VENDOR_PORT };
+  const ip = parsed.TEMPORAL_DEV_IP;
+  return {
+    vendorApiKey: parsed.VENDOR_API_KEY,
+    vendorPort: parsed.DEMO_VENDOR_PORT,
+    devServer: { address: `${ip}:${parsed.TEMPORAL_DEV_PORT}`, uiUrl: `http://${ip}:${parsed.TEMPORAL_DEV_UI_PORT}` },
+  };
 }
 
 /** An empty variable counts as unset (`EPISODES_METRICS_ADDRESS=` turns metrics off): for z.preprocess. */

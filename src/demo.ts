@@ -9,11 +9,11 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
-import { Client, ScheduleAlreadyRunning, WorkflowFailedError } from '@temporalio/client';
+import { Client, ScheduleAlreadyRunning, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
-import { loadConfig, loadDemoSettings } from './config';
+import { type DemoSettings, loadConfig, loadDemoSettings } from './config';
 import { parseEpisodeId } from './domain/episode-id';
 import { formatMoney } from './domain/money';
 import { SCHEDULE_ID, decisionUpdateId } from './domain/names';
@@ -31,16 +31,15 @@ import { approveUpdate, statusQuery } from './workflows/messages';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
+type Config = ReturnType<typeof loadConfig>;
+type ProductionHandle = WorkflowHandle<typeof episodeProductionWorkflow>;
+
 async function main(): Promise<void> {
   const interactive = process.argv.includes('--interactive');
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const config = loadConfig();
   const demo = loadDemoSettings();
-  if (!config.temporal.addressConfigured) {
-    // No TEMPORAL_ADDRESS and no profile naming a server: the local dev server, started (or reused) here.
-    execFileSync('bash', [path.join(ROOT, 'temporal-dev.sh'), 'start'], { stdio: 'inherit' });
-    config.temporal = { ...config.temporal, address: '127.0.0.1:7233' };
-  }
+  startLocalDevServerUnlessConfigured(config, demo);
   const store = new FileEpisodeStore();
   // The simulator keeps its jobs in the data dir, so a production interrupted in one demo resumes in the next.
   const apiKey = demo.vendorApiKey ?? `demo-${randomBytes(12).toString('hex')}`;
@@ -60,54 +59,7 @@ async function main(): Promise<void> {
   const connection = await connectClient(config.temporal);
   const client = new Client({ connection, namespace: config.temporal.namespace });
   try {
-    await worker.runUntil(async () => {
-      const options = weeklyScheduleOptions({
-        scheduleId: SCHEDULE_ID,
-        taskQueue: config.taskQueue,
-        timezone: config.timezone,
-      });
-      try {
-        await client.schedule.create(options);
-        console.log(`schedule ${SCHEDULE_ID}: created (Mondays 09:00 ${config.timezone})`);
-      } catch (e) {
-        if (!(e instanceof ScheduleAlreadyRunning)) throw e;
-        console.log(`schedule ${SCHEDULE_ID}: already there`);
-      }
-      const schedule = client.schedule.getHandle(SCHEDULE_ID);
-      const recent = async () =>
-        (await schedule.describe()).info.recentActions.map((a) => a.action.workflow.workflowId);
-      const before = new Set(await recent());
-      await schedule.trigger();
-      const workflowId = await poll('the triggered run', async () => (await recent()).find((id) => !before.has(id)));
-      console.log(`scheduled run ${workflowId} (its workflow ID is the allocation key)`);
-      const weekly = await client.workflow.getHandle<typeof weeklyEpisodeWorkflow>(workflowId).result();
-      console.log(`allocated ${weekly.episodeId} (week ${weekly.weekId}, sequence ${weekly.sequence})`);
-
-      const production = client.workflow.getHandle<typeof episodeProductionWorkflow>(weekly.production.workflowId);
-      await poll('approval', async () =>
-        (await production.query(statusQuery)).phase === 'awaiting_approval' ? true : undefined,
-      );
-      let desk: { close(): Promise<void> } | undefined;
-      if (interactive) {
-        desk = await serveDesk(store, client, config, weekly.episodeId);
-        console.log(`  or: npx episodes approve ${weekly.episodeId}   (or rework --notes "...")`);
-      } else {
-        console.log('video and cover are ready; approving as "demo"');
-        const updateId = decisionUpdateId(weekly.episodeId, 0, 'approve', 'demo');
-        const accepted = await production.executeUpdate(approveUpdate, { args: [{ by: 'demo', round: 0 }], updateId });
-        console.log(`accepted: round ${accepted.round} ${accepted.kind} by ${accepted.by}`);
-      }
-      const result = await production.result().finally(() => desk?.close());
-      const state = await store.requireEpisode(parseEpisodeId(weekly.episodeId).episodeId);
-      console.log('');
-      console.log(describeEpisode(state));
-      console.log('');
-      console.log(`outcome:     ${result.outcome}`);
-      if (result.outcome === 'completed') console.log(`total cost:  ${formatMoney(result.totalCostCents)}`);
-      console.log(`data dir:    ${store.dataDir}`);
-      console.log(`Temporal UI: http://127.0.0.1:8233/namespaces/${config.temporal.namespace}/workflows/${workflowId}`);
-      console.log('run `npm run demo` again: the next run of this week gets the next sequence.');
-    });
+    await worker.runUntil(() => runOneScheduledEpisode(client, store, config, demo, interactive));
   } catch (e) {
     if (e instanceof WorkflowFailedError) console.error(`workflow failed: ${e.cause?.message ?? e.message}`);
     throw e;
@@ -118,13 +70,84 @@ async function main(): Promise<void> {
   }
 }
 
+/** No TEMPORAL_ADDRESS and no profile naming a server: the local dev server, started (or reused) here. */
+function startLocalDevServerUnlessConfigured(config: Config, demo: DemoSettings): void {
+  if (config.temporal.addressConfigured) return;
+  execFileSync('bash', [path.join(ROOT, 'temporal-dev.sh'), 'start'], { stdio: 'inherit' });
+  config.temporal = { ...config.temporal, address: demo.devServer.address };
+}
+
+/** The demo's story: one scheduled run, allocated, produced, decided on, and its episode printed. */
+async function runOneScheduledEpisode(
+  client: Client,
+  store: FileEpisodeStore,
+  config: Config,
+  demo: DemoSettings,
+  interactive: boolean,
+): Promise<void> {
+  await ensureWeeklySchedule(client, config);
+  const workflowId = await triggerScheduledRun(client);
+  console.log(`scheduled run ${workflowId} (its workflow ID is the allocation key)`);
+  const weekly = await client.workflow.getHandle<typeof weeklyEpisodeWorkflow>(workflowId).result();
+  console.log(`allocated ${weekly.episodeId} (week ${weekly.weekId}, sequence ${weekly.sequence})`);
+
+  const production = client.workflow.getHandle<typeof episodeProductionWorkflow>(weekly.production.workflowId);
+  await poll('approval', async () =>
+    (await production.query(statusQuery)).phase === 'awaiting_approval' ? true : undefined,
+  );
+  const desk = interactive ? await serveDesk(store, client, config, weekly.episodeId) : undefined;
+  if (desk) console.log(`  or: npx episodes approve ${weekly.episodeId}   (or rework --notes "...")`);
+  else await approveAsDemo(production, weekly.episodeId);
+  const result = await production.result().finally(() => desk?.close());
+  const state = await store.requireEpisode(parseEpisodeId(weekly.episodeId).episodeId);
+  console.log('');
+  console.log(describeEpisode(state));
+  console.log('');
+  console.log(`outcome:     ${result.outcome}`);
+  if (result.outcome === 'completed') console.log(`total cost:  ${formatMoney(result.totalCostCents)}`);
+  console.log(`data dir:    ${store.dataDir}`);
+  console.log(`Temporal UI: ${demo.devServer.uiUrl}/namespaces/${config.temporal.namespace}/workflows/${workflowId}`);
+  console.log('run `npm run demo` again: the next run of this week gets the next sequence.');
+}
+
+async function ensureWeeklySchedule(client: Client, config: Config): Promise<void> {
+  const options = weeklyScheduleOptions({
+    scheduleId: SCHEDULE_ID,
+    taskQueue: config.taskQueue,
+    timezone: config.timezone,
+  });
+  try {
+    await client.schedule.create(options);
+    console.log(`schedule ${SCHEDULE_ID}: created (Mondays 09:00 ${config.timezone})`);
+  } catch (e) {
+    if (!(e instanceof ScheduleAlreadyRunning)) throw e;
+    console.log(`schedule ${SCHEDULE_ID}: already there`);
+  }
+}
+
+/** Triggers the schedule now and returns the workflow ID of the run it started (new among its recent actions). */
+async function triggerScheduledRun(client: Client): Promise<string> {
+  const schedule = client.schedule.getHandle(SCHEDULE_ID);
+  const recent = async () => (await schedule.describe()).info.recentActions.map((a) => a.action.workflow.workflowId);
+  const before = new Set(await recent());
+  await schedule.trigger();
+  return poll('the triggered run', async () => (await recent()).find((id) => !before.has(id)));
+}
+
+async function approveAsDemo(production: ProductionHandle, episodeId: string): Promise<void> {
+  console.log('video and cover are ready; approving as "demo"');
+  const updateId = decisionUpdateId(episodeId, 0, 'approve', 'demo');
+  const accepted = await production.executeUpdate(approveUpdate, { args: [{ by: 'demo', round: 0 }], updateId });
+  console.log(`accepted: round ${accepted.round} ${accepted.kind} by ${accepted.by}`);
+}
+
 const DEMO_REVIEWER = 'demo-reviewer';
 
 /** The review desk for `--interactive`: a fresh token for the demo's reviewer (a token is only ever shown once). */
 async function serveDesk(
   store: FileEpisodeStore,
   client: Client,
-  config: ReturnType<typeof loadConfig>,
+  config: Config,
   episodeId: string,
 ): Promise<{ close(): Promise<void> }> {
   const reviewers = new ReviewerStore(reviewersFile(store.dataDir));
