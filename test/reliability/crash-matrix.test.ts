@@ -40,6 +40,8 @@ const stage = (prefix: string): FailpointName[] => FAILPOINT_NAMES.filter((n) =>
 /** Every durable step of a weekly run, in the order a run meets them (FAILPOINT_NAMES lists them in that order). */
 const POINTS: Point[] = [
   ...stage('allocation.'),
+  // Inside an episode's own lock (file store), at its first write: the submission intent.
+  'episode.lock-taken',
   ...stage('submission.'),
   // Production bookkeeping: the 2nd record is "awaiting approval" (stored, the workflow not told yet), the 3rd the
   // approval itself.
@@ -55,7 +57,9 @@ const POINTS: Point[] = [
 ];
 /** The points a weekly run on the PostgreSQL store reaches (no index files, no durable-fs writes). */
 const POSTGRES_POINTS: Point[] = POINTS.filter(
-  (p) => !['allocation.key-written', 'allocation.index-written'].includes(p) && !p.startsWith('fs.write'),
+  (p) =>
+    !['allocation.key-written', 'allocation.index-written', 'episode.lock-taken'].includes(p) &&
+    !p.startsWith('fs.write'),
 );
 /** In `npm test`: inside the allocation transaction, and the submission steps either side of the vendor's accept. */
 const POSTGRES_SUBSET: Point[] = [
@@ -72,6 +76,8 @@ const ROWS: Record<StoreKind, string[]> = {
 /** Weeks per store, so that episode and workflow IDs never collide on the shared dev server. */
 const FIRST_WEEK: Record<StoreKind, number> = { file: 10, postgres: 30 };
 const MIGRATION_CRASH_TEST = 'test/legacy-migration/crash.test.ts';
+/** Review notices are sent beside a run only when a webhook is set; that test kills a worker just after sending. */
+const REVIEW_NOTICE_CRASH_TEST = 'test/workflows/review-notice.test.ts';
 /** Points run a few at a time: most of a row is waiting for Temporal to time out the dead worker's tasks. */
 const CONCURRENCY = 4;
 
@@ -127,11 +133,15 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
   it('covers every failpoint in src/: weekly-run points here, migration points in the migration crash test', () => {
     const inSource = failpointsInSource();
     const covered = new Set(POINTS.map((p) => p.split('@')[0]));
+    const elsewhere = (p: string) => p.startsWith('migration.') || p.startsWith('review-notice.');
     assert.deepEqual(
-      inSource.filter((p) => !p.startsWith('migration.') && !covered.has(p)),
+      inSource.filter((p) => !elsewhere(p) && !covered.has(p)),
       [],
-      'every non-migration failpoint has a row',
+      'every failpoint of a weekly run has a row',
     );
+    const noticeTest = readFileSync(path.join(REPO_ROOT, REVIEW_NOTICE_CRASH_TEST), 'utf8');
+    const notices = inSource.filter((p) => p.startsWith('review-notice.') && !noticeTest.includes(`'${p}=kill`));
+    assert.deepEqual(notices, [], `every review-notice failpoint is killed in ${REVIEW_NOTICE_CRASH_TEST}`);
     const migrationTest = readFileSync(path.join(REPO_ROOT, MIGRATION_CRASH_TEST), 'utf8');
     const steps = migrationPoints().filter((p) => !migrationTest.includes(p.slice('migration.'.length)));
     assert.deepEqual(steps, [], `every migration failpoint is killed in ${MIGRATION_CRASH_TEST}`);
