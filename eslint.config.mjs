@@ -106,9 +106,9 @@ export default tseslint.config(
     },
   },
   {
-    // Over 80 lines, kept as warnings until the review-desk branch (which is changing src/review/) lands, so the split
-    // is done once, on its code: buildReviewDesk (server.ts, 160) and episodePage (pages.ts, 94). Issue 22.
-    files: ['src/review/server.ts', 'src/review/pages.ts'],
+    // Over 80 lines, kept as a warning until the review-desk branch (which is changing src/review/) lands, so the split
+    // is done once, on its code: buildReviewDesk (160 lines). Issue 22.
+    files: ['src/review/server.ts'],
     rules: { 'max-lines-per-function': ['warn', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }] },
   },
   {

@@ -180,31 +180,7 @@ export function episodePage(d: EpisodePageData): SafeHtml {
   const completed = state.status === 'completed';
   const current = completed ? (state.media.video ? 'video' : null) : (rounds.at(-1)?.videoKey ?? null);
   const cover = state.media.cover ? 'cover' : state.media['cover-r0'] ? 'cover-r0' : null;
-  const earlier = (completed ? rounds : rounds.slice(0, -1)).map(
-    (r) =>
-      html`<li>
-        ${videoBlock(d, r.videoKey, `Round ${r.round}`)}
-        ${r.reworkNotes !== null ? html`<p>Rework notes: <q class="notes">${r.reworkNotes}</q></p>` : null}
-      </li>`,
-  );
-  const ledger = state.ledger.map(
-    (l) =>
-      html`<tr>
-        <td>${l.step}-r${l.round}</td>
-        <td>${l.remote_job_id}</td>
-        <td>${l.recorded_at}</td>
-        <td class="money">${formatMoney(l.amount_cents, l.currency)}</td>
-      </tr>`,
-  );
-  const jobs = remoteJobsOf(state).map(
-    (j) =>
-      html`<tr>
-        <td>${j.key}</td>
-        <td>${j.status}</td>
-        <td>${j.remoteJobId ?? '-'}</td>
-        <td class="money">${j.quoted ? money(j.quoted) : '-'}</td>
-      </tr>`,
-  );
+  const earlier = earlierRoundItems(d, completed ? rounds : rounds.slice(0, -1));
   const outcome = d.outcome
     ? html`<p class="notice ${d.outcome.accepted ? 'ok' : 'refused'}" role="status">${d.outcome.message}</p>`
     : null;
@@ -223,19 +199,7 @@ export function episodePage(d: EpisodePageData): SafeHtml {
       </p>
       <section aria-label="Current cut">
         <h2>${completed ? 'Final video' : `Round ${round}`}</h2>
-        ${videoBlock(d, current, completed ? 'Final video' : `Round ${round}`)}
-        ${
-          cover
-            ? html`<figure>
-                <img class="cover" src="${mediaUrl(state, cover)}" alt="Cover of ${state.episode_id}" />
-                ${
-                  d.playable[cover] === false
-                    ? html`<figcaption class="notice warn">Cover preview not viewable (synthetic bytes).</figcaption>`
-                    : null
-                }
-              </figure>`
-            : html`<p>Cover: not delivered yet.</p>`
-        }
+        ${videoBlock(d, current, completed ? 'Final video' : `Round ${round}`)} ${coverBlock(d, cover)}
       </section>
       ${decisionForms(d, round)} ${isWaiting(state) ? html`<p>Next paid step: ${quotesText(d.quotes)}.</p>` : null}
       ${
@@ -252,7 +216,7 @@ export function episodePage(d: EpisodePageData): SafeHtml {
         <h2>Ledger</h2>
         ${table(
           ['Step', 'Remote job', 'Recorded', 'Amount $'],
-          ledger,
+          ledgerRows(state),
           html`<tr>
             <th colspan="3">Total</th>
             <th class="money">${money(cost)}</th>
@@ -261,9 +225,56 @@ export function episodePage(d: EpisodePageData): SafeHtml {
       </section>
       <section>
         <h2>Remote jobs</h2>
-        ${table(['Step', 'Status', 'Vendor job', 'Quoted $'], jobs, null)}
+        ${table(['Step', 'Status', 'Vendor job', 'Quoted $'], remoteJobRows(state), null)}
       </section>`,
     d.viewer,
+  );
+}
+
+/** The rounds before the current one (all of them once completed), each with its cut and its rework notes. */
+function earlierRoundItems(d: EpisodePageData, rounds: ReturnType<typeof roundsOf>): SafeHtml[] {
+  return rounds.map(
+    (r) =>
+      html`<li>
+        ${videoBlock(d, r.videoKey, `Round ${r.round}`)}
+        ${r.reworkNotes !== null ? html`<p>Rework notes: <q class="notes">${r.reworkNotes}</q></p>` : null}
+      </li>`,
+  );
+}
+
+function coverBlock(d: EpisodePageData, cover: string | null): SafeHtml {
+  if (!cover) return html`<p>Cover: not delivered yet.</p>`;
+  return html`<figure>
+    <img class="cover" src="${mediaUrl(d.state, cover)}" alt="Cover of ${d.state.episode_id}" />
+    ${
+      d.playable[cover] === false
+        ? html`<figcaption class="notice warn">Cover preview not viewable (synthetic bytes).</figcaption>`
+        : null
+    }
+  </figure>`;
+}
+
+function ledgerRows(state: EpisodeState): SafeHtml[] {
+  return state.ledger.map(
+    (l) =>
+      html`<tr>
+        <td>${l.step}-r${l.round}</td>
+        <td>${l.remote_job_id}</td>
+        <td>${l.recorded_at}</td>
+        <td class="money">${formatMoney(l.amount_cents, l.currency)}</td>
+      </tr>`,
+  );
+}
+
+function remoteJobRows(state: EpisodeState): SafeHtml[] {
+  return remoteJobsOf(state).map(
+    (j) =>
+      html`<tr>
+        <td>${j.key}</td>
+        <td>${j.status}</td>
+        <td>${j.remoteJobId ?? '-'}</td>
+        <td class="money">${j.quoted ? money(j.quoted) : '-'}</td>
+      </tr>`,
   );
 }
 
