@@ -23,10 +23,10 @@ const PROCESSES = 4;
 const PER_PROCESS = 25;
 /**
  * No queue, but no starvation: every waiter wakes when the lock's directory changes and tries at once, so a waiter is
- * overtaken only when another process wins that race; 11 to 17 times at most in 100 allocations, seen on the 2-core
- * machine at load 10 to 15. Polling alone lets a waiter be overtaken 49 times (at aae379a's handoff: 2 to 7).
+ * overtaken only when another process wins that race; 11 to 20 times at most in 100 allocations (4 runs), seen on the
+ * 2-core machine at load 10 to 30. Polling alone lets a waiter be overtaken 49 times (at aae379a's handoff: 2 to 7).
  */
-const MAX_OVERTAKES = 8 * (PROCESSES - 1);
+const MAX_OVERTAKES = 10 * (PROCESSES - 1);
 
 describe('waiting for the lock between processes', function () {
   this.timeout(120_000);
