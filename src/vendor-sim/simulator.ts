@@ -128,6 +128,8 @@ class Simulator {
   private currentFaults: VendorFaults;
   private random: () => number;
   private readonly renderer: MediaRenderer | null;
+  private readonly renderStarted = new Set<string>();
+  private readonly renderSettled = new Set<string>();
 
   private readonly jobs = new Map<string, JobRecord>();
   private readonly artifacts = new Map<string, string>();
@@ -358,7 +360,7 @@ class Simulator {
       client_ref: clientRef,
     };
     this.addJob(job);
-    void this.rendered(job); // started now, so the render is usually ready when the job succeeds
+    this.artifactReady(job); // starts the render now, so it is usually ready when the job's time is up
     this.charges.push(charge);
     if (clientRef !== null && fingerprint !== null) {
       this.idempotency.set(clientRef, { key: clientRef, fingerprint, response });
@@ -413,8 +415,30 @@ class Simulator {
 
   /** The job's playable media, or null for synthetic bytes (no renderer, a size set for the kind, no ffmpeg). */
   private rendered(job: JobRecord): Promise<Buffer | null> {
-    if (this.renderer === null || this.options.artifactBytes?.[job.kind] !== undefined) return Promise.resolve(null);
-    return this.renderer.render({ kind: job.kind, episodeId: job.episode_id, round: roundOfClientRef(job.client_ref) });
+    if (!this.renders(job)) return Promise.resolve(null);
+    return this.renderer!.render({
+      kind: job.kind,
+      episodeId: job.episode_id,
+      round: roundOfClientRef(job.client_ref),
+    });
+  }
+
+  private renders(job: JobRecord): boolean {
+    return this.renderer !== null && this.options.artifactBytes?.[job.kind] === undefined;
+  }
+
+  /**
+   * A job is done when its artifact is: a render still running keeps it `running` (never a slow download). The render
+   * starts at acceptance, or at the first look at a job loaded from the state file; the renderer's cache keeps the
+   * bytes, so a download after its render pays nothing (and a re-render after eviction gives the same bytes).
+   */
+  private artifactReady(job: JobRecord): boolean {
+    if (!this.renders(job) || this.renderSettled.has(job.job_id)) return true;
+    if (!this.renderStarted.has(job.job_id)) {
+      this.renderStarted.add(job.job_id);
+      void this.rendered(job).finally(() => this.renderSettled.add(job.job_id));
+    }
+    return false;
   }
 
   private view(job: JobRecord): VendorJob {
@@ -433,7 +457,9 @@ class Simulator {
 
   private statusOf(job: JobRecord): JobStatus {
     const elapsed = Date.now() - Date.parse(job.accepted_at);
-    if (elapsed >= this.jobDurationMs) return job.ends_failed ? 'failed' : 'succeeded';
+    if (elapsed >= this.jobDurationMs && job.ends_failed) return 'failed';
+    if (elapsed >= this.jobDurationMs && this.artifactReady(job)) return 'succeeded';
+    if (elapsed >= this.jobDurationMs) return 'running';
     return elapsed >= this.jobDurationMs / 2 ? 'running' : 'queued';
   }
 

@@ -78,6 +78,20 @@ describe('vendor simulator media', function () {
     assert.notEqual(a.bytes.subarray(4, 8).toString('latin1'), 'ftyp');
   });
 
+  it('a job stays running until its render is done, so a download never waits for the encoder', async () => {
+    const slow = path.join(mkdtempSync(path.join(os.tmpdir(), 'slow-ffmpeg-')), 'ffmpeg');
+    writeFileSync(slow, '#!/bin/sh\nsleep 1\nexec ffmpeg "$@"\n', { mode: 0o755 });
+    const sim = await startSim({ jobDurationMs: 0, ffmpeg: slow });
+    const body = { kind: 'video', episode_id: '2026-W32-1', spec: {} };
+    const { job_id } = (await raw(sim, 'POST', '/v1/jobs', { body, idempotencyKey: '2026-W32-1:video:r0' })).json as {
+      job_id: string;
+    };
+    const first = (await raw(sim, 'GET', `/v1/jobs/${job_id}`)).json as { status: string; artifact_id: string | null };
+    assert.deepEqual([first.status, first.artifact_id], ['running', null]);
+    const a = await artifactOf(sim, 'video', '2026-W32-1:video:r0');
+    assert.equal(a.bytes.subarray(4, 8).toString('latin1'), 'ftyp');
+  });
+
   it('reads the round from the idempotency key only in its own shape', () => {
     assert.equal(roundOfClientRef('2026-W32-1:rework:r12'), 12);
     assert.equal(roundOfClientRef('k1'), null);
