@@ -18,6 +18,17 @@ import { freshDatabase } from '../helpers/postgres';
 import { runCli } from '../helpers/processes';
 
 const by = { kind: 'test', note: 'store-copy' } as const;
+
+/**
+ * A URL as an operator gives it on the command line: without its password, which goes in PGPASSWORD (the CLI refuses
+ * a password in `--to` / `--store-url`, where `ps` shows it).
+ */
+function commandLineUrl(url: string): { url: string; env: { PGPASSWORD: string } } {
+  const u = new URL(url);
+  const password = decodeURIComponent(u.password);
+  u.password = '';
+  return { url: u.toString(), env: { PGPASSWORD: password } };
+}
 const tempDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), prefix));
 const counts = (r: VerifyReport) => ({
   ok: r.ok,
@@ -33,11 +44,13 @@ describe('episodes store copy: a file store moved into PostgreSQL', function () 
   let url: string;
   let source: FileEpisodeStore;
   let target: PostgresEpisodeStore;
-  const copy = (to: string, media: string) =>
-    runCli(['store', 'copy', '--from', dataDir, '--to', to, '--media-dir', media, '--json']);
+  const copy = (to: string, media: string) => {
+    const target = commandLineUrl(to);
+    return runCli(['store', 'copy', '--from', dataDir, '--to', target.url, '--media-dir', media, '--json'], target.env);
+  };
 
-  const verifyCli = async (store: string[]) => {
-    const run = await runCli([...store, 'verify', '--json'], { EPISODES_MEDIA_DIR: mediaRoot });
+  const verifyCli = async (store: string[], env: Record<string, string> = {}) => {
+    const run = await runCli([...store, 'verify', '--json'], { EPISODES_MEDIA_DIR: mediaRoot, ...env });
     return { code: run.code, report: JSON.parse(run.stdout) as VerifyReport, stdout: run.stdout, stderr: run.stderr };
   };
 
@@ -81,7 +94,8 @@ describe('episodes store copy: a file store moved into PostgreSQL', function () 
     assert.deepEqual(ledgerTotals(await target.listEpisodes()), totals);
     // `episodes verify`, as an operator runs it, on both stores.
     const verifyFile = await verifyCli(['--data-dir', dataDir]);
-    const verifyPg = await verifyCli(['--store-url', url]);
+    const pg = commandLineUrl(url);
+    const verifyPg = await verifyCli(['--store-url', pg.url], pg.env);
     assert.equal(verifyPg.code, 0, verifyPg.stdout + verifyPg.stderr);
     assert.match(verifyPg.report.store, /^postgres store at /);
     assert.deepEqual(counts(verifyPg.report), counts(verifyFile.report));
@@ -132,7 +146,8 @@ describe('episodes store copy: a file store moved into PostgreSQL', function () 
   });
 
   it('refuses a source that is not a file store, as bad input', async () => {
-    const run = await runCli(['store', 'copy', '--from', path.join(dataDir, 'nope'), '--to', url]);
+    const target = commandLineUrl(url);
+    const run = await runCli(['store', 'copy', '--from', path.join(dataDir, 'nope'), '--to', target.url], target.env);
     assert.equal(run.code, 2, run.stderr);
   });
 
@@ -142,7 +157,8 @@ describe('episodes store copy: a file store moved into PostgreSQL', function () 
     const [name, recorded] = Object.entries(migrated.media)[0]!;
     const file = path.join(target.mediaDir(parseEpisodeId(migrated.episode_id).episodeId), recorded.path);
     await fs.appendFile(file, 'tampered');
-    const { code, report } = await verifyCli(['--store-url', url]);
+    const pg = commandLineUrl(url);
+    const { code, report } = await verifyCli(['--store-url', pg.url], pg.env);
     assert.equal(code, 1);
     assert.equal(report.ok, false, name);
     assert.ok(
