@@ -38,6 +38,17 @@ const RECHECK_MS = 100;
 /** Per lock directory: the tail of this process's queue of contenders. */
 const queues = new Map<string, Promise<void>>();
 
+/**
+ * Courtesy, for fairness without a queue: a process that has just released a lock it recently found held (so other
+ * processes are likely waiting for it) lets them try first for this long before it tries again. Without it the
+ * releasing process, already running, wins the race against waiters its rmdir has only just woken. Only timing: no
+ * safety rests on it. Alone, a process never finds the lock held and never waits.
+ */
+const COURTESY_MS = 20;
+const CONTENTION_MEMORY_MS = 1000;
+const lastRelease = new Map<string, number>();
+const lastFoundHeld = new Map<string, number>();
+
 export class DirectoryLock {
   constructor(
     readonly lockPath: string,
@@ -67,6 +78,7 @@ export class DirectoryLock {
         return await critical(guard);
       } finally {
         if (!compromised) await release();
+        lastRelease.set(this.lockPath, Date.now());
       }
     } finally {
       passOn();
@@ -103,6 +115,7 @@ export class DirectoryLock {
     const stale = Math.max(2000, this.options.staleMs);
     const provenDead = this.options.holderProvenDead ?? holderProvenDead;
     const entry = ownHolderEntry();
+    await courtesyPause(this.lockPath);
     for (;;) {
       if (Date.now() >= deadline) throw this.timeout();
       const shim = takeoverSafeFs(this.lockPath, entry, stale);
@@ -124,6 +137,7 @@ export class DirectoryLock {
         if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') {
           throw new PipelineError(ErrorType.StorageFailure, `cannot take ${this.what} ${this.lockPath}: ${String(e)}`);
         }
+        lastFoundHeld.set(this.lockPath, Date.now());
       }
       const holder = currentHolder(this.lockPath);
       if (holder && provenDead(holder) && (await removeIfHolderDead(this.lockPath, holder, stale, provenDead))) {
@@ -149,6 +163,15 @@ export class PipelineLock extends DirectoryLock {
   ) {
     super(path.join(dataDir, 'pipeline.lock'), 'pipeline lock', options, 'allocation.lock-taken');
   }
+}
+
+/** Waits out the rest of the courtesy pause, if this process just released a lock that others are waiting for. */
+async function courtesyPause(lockPath: string): Promise<void> {
+  const now = Date.now();
+  const sinceRelease = now - (lastRelease.get(lockPath) ?? -Infinity);
+  const sinceHeld = now - (lastFoundHeld.get(lockPath) ?? -Infinity);
+  if (sinceRelease >= COURTESY_MS || sinceHeld >= CONTENTION_MEMORY_MS) return;
+  await new Promise((resolve) => setTimeout(resolve, COURTESY_MS - sinceRelease));
 }
 
 /**
