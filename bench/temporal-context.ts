@@ -34,7 +34,8 @@ const quiet = () => undefined;
 
 export async function startTemporalContext(): Promise<TemporalContext> {
   const env = await createTestEnv();
-  const vendor = await startVendorSimulator({ apiKey: BENCH_API_KEY, jobDurationMs: 0 });
+  // Synthetic media: the rows measure orchestration at zero vendor latency, not ffmpeg rendering a preview.
+  const vendor = await startVendorSimulator({ apiKey: BENCH_API_KEY, jobDurationMs: 0, media: 'synthetic' });
   const bundle = await bundleWorkflowCode({
     workflowsPath: require.resolve('./workflows'),
     logger: { info: quiet, warn: quiet, error: console.error, debug: quiet, trace: quiet, log: quiet },
