@@ -44,6 +44,8 @@ const LAYERS = [
   ],
   [{ name: 'config', paths: ['src/config.ts'] }],
   [
+    // Process config the worker and the review desk both read (webhook and public URL of the desk).
+    { name: 'review-notice-config', paths: ['src/review-notice-config.ts'] },
     { name: 'telemetry', paths: ['src/telemetry.ts'] },
     { name: 'temporal-connection', paths: ['src/temporal-connection.ts'] },
     { name: 'worker-cache', paths: ['src/worker-cache.ts'] },
