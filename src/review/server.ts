@@ -19,7 +19,8 @@ import { sendDecision, type Decision } from '../cli/decision-updates';
 import { notesProblem } from '../domain/decision';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { isPipelineError } from '../domain/errors';
-import { isoWeekOfInstant } from '../domain/week-id';
+import { isoWeekOfInstant, parseWeekId } from '../domain/week-id';
+import type { EpisodeState } from '../domain/episode-state';
 import type { EpisodeStore } from '../store/episode-store';
 import { knownQuotes } from './episode-view';
 import type { SafeHtml } from './html';
@@ -163,13 +164,15 @@ function registerSignIn(app: FastifyInstance, { o, sessions, cookieOptions }: De
 
 function registerPages(app: FastifyInstance, { o }: Desk): void {
   app.get('/', async (req, reply) => {
-    const states = await o.store.listEpisodes();
+    // Only the unfinished ones are read: a store of years of completed episodes costs this page nothing.
+    const states = await o.store.listUnfinishedEpisodes();
+    const newest = await newestCompleted(o, new Date());
     return sendPage(
       reply,
       waitingPage(states, {
         viewer: viewer(req, reply),
         budgetCents: o.budgetCents,
-        quotes: knownQuotes(states),
+        quotes: knownQuotes(newest ? [...states, newest] : states),
         now: new Date(),
       }),
     );
@@ -232,6 +235,19 @@ function registerMedia(app: FastifyInstance, { o }: Desk): void {
     reply.type(media.contentType);
     return reply.sendFile(media.relative, media.root, { dotfiles: 'deny', acceptRanges: true });
   });
+}
+
+/**
+ * The latest completed episode of the last 12 weeks, for the quotes of the steps no unfinished episode has reached
+ * yet (assembly): the newest week with history is read, not all of it.
+ */
+async function newestCompleted(o: ReviewDeskOptions, now: Date): Promise<EpisodeState | undefined> {
+  for (const weekId of lastWeeks(12, now, o.timeZone).reverse()) {
+    const entries = await o.store.listHistory({ weekId: parseWeekId(weekId) });
+    const last = entries.sort((a, b) => a.completed_at.localeCompare(b.completed_at)).at(-1);
+    if (last) return o.store.getEpisode(last.episode_id);
+  }
+  return undefined;
 }
 
 function viewer(req: FastifyRequest, reply: FastifyReply): Viewer {
