@@ -3,7 +3,7 @@
  * ETag, no path tricks through `send`), pages rendered on the server (pages.ts). Nothing but `/sign-in`, `/health` and
  * the stylesheet answers without a session; every POST needs the CSRF token of the form it came from; the decision's
  * `by` is the session's reviewer. Every route parses its input with zod. Reads come from the store; decisions go to
- * the production workflow as the CLI's updates (src/cli/decision-updates.ts).
+ * the production workflow as the CLI's updates (src/review/decision-updates.ts).
  */
 import * as path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
@@ -15,7 +15,7 @@ import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { sendDecision, type Decision } from '../cli/decision-updates';
+import { sendDecision, type Decision } from './decision-updates';
 import { notesProblem } from '../domain/decision';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { isPipelineError } from '../domain/errors';
