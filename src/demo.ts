@@ -26,6 +26,7 @@ import { ReviewerStore, reviewersFile } from './review/reviewers';
 import { startReviewDesk } from './review/server';
 import { connectClient } from './temporal-connection';
 import { createWorker } from './worker';
+import { loadReviewNoticeSettings } from './review-notice-config';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';
 import { approveUpdate, statusQuery } from './workflows/messages';
 
@@ -50,21 +51,33 @@ async function main(): Promise<void> {
     jobDurationMs: 500,
   });
   console.log(`vendor simulator: ${vendor.url}`);
+  const notices = loadReviewNoticeSettings();
+  // Served before the worker starts, so the production's details (and a webhook's message) link to it.
+  let connected: Promise<Client> | undefined;
+  const getClient = () =>
+    (connected ??= connectClient(config.temporal).then(
+      (connection) => new Client({ connection, namespace: config.temporal.namespace }),
+    ));
+  const desk = interactive ? await startDemoDesk(store, getClient, config, notices.publicUrl) : undefined;
   const { worker, connection: workerConnection } = await createWorker(config, {
     store,
     credentials: staticCredentialsLoader(apiKey),
     vendor: { baseUrl: new URL(vendor.url), timeoutMs: 5_000 },
     budgetCents: config.budgetCents,
+    reviewNotice: { ...notices, publicUrl: notices.publicUrl ?? (desk && new URL(`${desk.url}/`)) },
   });
-  const connection = await connectClient(config.temporal);
-  const client = new Client({ connection, namespace: config.temporal.namespace });
   try {
-    await worker.runUntil(() => runOneScheduledEpisode(client, store, config, demo, interactive));
+    const client = await getClient();
+    await worker.runUntil(() => runOneScheduledEpisode(client, store, config, demo, desk));
   } catch (e) {
     if (e instanceof WorkflowFailedError) console.error(`workflow failed: ${e.cause?.message ?? e.message}`);
     throw e;
   } finally {
-    await connection.close();
+    await desk?.close();
+    await connected?.then(
+      (client) => client.connection.close(),
+      () => undefined,
+    );
     await workerConnection.close();
     await vendor.close();
   }
@@ -83,7 +96,7 @@ async function runOneScheduledEpisode(
   store: FileEpisodeStore,
   config: Config,
   demo: DemoSettings,
-  interactive: boolean,
+  desk: DemoDesk | undefined,
 ): Promise<void> {
   await ensureWeeklySchedule(client, config);
   const workflowId = await triggerScheduledRun(client);
@@ -95,10 +108,12 @@ async function runOneScheduledEpisode(
   await poll('approval', async () =>
     (await production.query(statusQuery)).phase === 'awaiting_approval' ? true : undefined,
   );
-  const desk = interactive ? await serveDesk(store, client, config, weekly.episodeId) : undefined;
-  if (desk) console.log(`  or: npx episodes approve ${weekly.episodeId}   (or rework --notes "...")`);
-  else await approveAsDemo(production, weekly.episodeId);
-  const result = await production.result().finally(() => desk?.close());
+  if (desk) {
+    console.log(`waiting for a decision in the review desk: ${desk.url}/episodes/${weekly.episodeId}`);
+    console.log(`  sign in as ${DEMO_REVIEWER} with the token: ${desk.token}`);
+    console.log(`  or: npx episodes approve ${weekly.episodeId}   (or rework --notes "...")`);
+  } else await approveAsDemo(production, weekly.episodeId);
+  const result = await production.result();
   const state = await store.requireEpisode(parseEpisodeId(weekly.episodeId).episodeId);
   console.log('');
   console.log(describeEpisode(state));
@@ -143,13 +158,19 @@ async function approveAsDemo(production: ProductionHandle, episodeId: string): P
 
 const DEMO_REVIEWER = 'demo-reviewer';
 
+interface DemoDesk {
+  url: string;
+  token: string;
+  close(): Promise<void>;
+}
+
 /** The review desk for `--interactive`: a fresh token for the demo's reviewer (a token is only ever shown once). */
-async function serveDesk(
+async function startDemoDesk(
   store: FileEpisodeStore,
-  client: Client,
+  getClient: () => Promise<Client>,
   config: Config,
-  episodeId: string,
-): Promise<{ close(): Promise<void> }> {
+  publicUrl: URL | undefined,
+): Promise<DemoDesk> {
   const reviewers = new ReviewerStore(reviewersFile(store.dataDir));
   if (reviewers.exists(DEMO_REVIEWER)) await reviewers.remove(DEMO_REVIEWER);
   const token = await reviewers.add(DEMO_REVIEWER);
@@ -161,13 +182,12 @@ async function serveDesk(
     ...listen,
     store,
     reviewers,
-    getClient: () => Promise.resolve(client),
+    getClient,
     budgetCents: config.budgetCents,
     timeZone: config.timezone,
+    publicUrl,
   });
-  console.log(`waiting for a decision in the review desk: ${desk.url}/episodes/${episodeId}`);
-  console.log(`  sign in as ${DEMO_REVIEWER} with the token: ${token}`);
-  return desk;
+  return { url: desk.url, token, close: () => desk.close() };
 }
 
 async function poll<T>(what: string, find: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {

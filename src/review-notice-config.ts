@@ -2,7 +2,7 @@
  * Where the worker tells reviewers that a decision waits (EPISODES_REVIEW_WEBHOOK_URL) and what the notice links to
  * (EPISODES_REVIEW_PUBLIC_URL), from the environment, parsed once at the worker's start (zod). A webhook URL is a
  * secret (Slack's carries its token in the path): it never appears in an error, a log line or a workflow history.
- * The timeout is of one POST (default 10 s, at most 30 s).
+ * The timeout is of one POST (default 10 s, at most 30 s). The review desk reads the public URL by the same rule.
  */
 import { z } from 'zod';
 import { unsetIfEmpty } from './config';
@@ -45,6 +45,17 @@ const urlSchema = (rules: UrlRule[]) =>
       return url;
     });
 
+/** The desk's address as people reach it: the notices link to it, and the desk sets Secure cookies when it is https. */
+const publicUrlSchema = z.preprocess(
+  unsetIfEmpty,
+  urlSchema([httpOrHttps, noCredentials, noFragment, (u) => (u.search ? 'must not contain a query' : undefined)])
+    .transform((u) => {
+      if (!u.pathname.endsWith('/')) u.pathname += '/';
+      return u;
+    })
+    .optional(),
+);
+
 const envSchema = z.object({
   // Webhook URLs may carry their token in the path or the query (Slack, Google Chat); plain http only on this machine.
   EPISODES_REVIEW_WEBHOOK_URL: z.preprocess(
@@ -59,15 +70,7 @@ const envSchema = z.object({
           : 'must be https (plain http only to localhost): it is a secret',
     ]).optional(),
   ),
-  EPISODES_REVIEW_PUBLIC_URL: z.preprocess(
-    unsetIfEmpty,
-    urlSchema([httpOrHttps, noCredentials, noFragment, (u) => (u.search ? 'must not contain a query' : undefined)])
-      .transform((u) => {
-        if (!u.pathname.endsWith('/')) u.pathname += '/';
-        return u;
-      })
-      .optional(),
-  ),
+  EPISODES_REVIEW_PUBLIC_URL: publicUrlSchema,
   EPISODES_REVIEW_WEBHOOK_TIMEOUT_MS: z.preprocess(
     unsetIfEmpty,
     z.coerce.number().int().min(100).max(MAX_REVIEW_WEBHOOK_TIMEOUT_MS).default(DEFAULT_REVIEW_WEBHOOK_TIMEOUT_MS),
@@ -75,14 +78,24 @@ const envSchema = z.object({
 });
 
 export function loadReviewNoticeSettings(env: NodeJS.ProcessEnv = process.env): ReviewNoticeSettings {
-  const parsed = envSchema.safeParse(env);
+  const parsed = parseEnv(envSchema, env);
+  return {
+    webhookUrl: parsed.EPISODES_REVIEW_WEBHOOK_URL,
+    publicUrl: parsed.EPISODES_REVIEW_PUBLIC_URL,
+    timeoutMs: parsed.EPISODES_REVIEW_WEBHOOK_TIMEOUT_MS,
+  };
+}
+
+/** EPISODES_REVIEW_PUBLIC_URL alone, by the same rule as the worker's (the desk reads it too). */
+export function loadReviewPublicUrl(env: NodeJS.ProcessEnv = process.env): URL | undefined {
+  return parseEnv(z.object({ EPISODES_REVIEW_PUBLIC_URL: publicUrlSchema }), env).EPISODES_REVIEW_PUBLIC_URL;
+}
+
+function parseEnv<T>(schema: z.ZodType<T>, env: NodeJS.ProcessEnv): T {
+  const parsed = schema.safeParse(env);
   if (!parsed.success) {
     const { at, message } = firstIssue(parsed.error, 'environment');
     throw new PipelineError(ErrorType.InvalidInput, `invalid ${at}: ${message}`);
   }
-  return {
-    webhookUrl: parsed.data.EPISODES_REVIEW_WEBHOOK_URL,
-    publicUrl: parsed.data.EPISODES_REVIEW_PUBLIC_URL,
-    timeoutMs: parsed.data.EPISODES_REVIEW_WEBHOOK_TIMEOUT_MS,
-  };
+  return parsed.data;
 }

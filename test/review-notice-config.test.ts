@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { ErrorType } from '../src/shared';
-import { loadReviewNoticeSettings } from '../src/review-notice-config';
+import { loadReviewNoticeSettings, loadReviewPublicUrl } from '../src/review-notice-config';
 
 const SECRET_PATH = '/services/T000/B000/SECRET-hook-token';
 
@@ -49,6 +49,27 @@ describe('review notice settings (EPISODES_REVIEW_*)', () => {
         (e: { type?: string; message?: string }) =>
           e.type === ErrorType.InvalidInput && e.message!.includes(name!) && !e.message!.includes('SECRET-hook-token'),
         JSON.stringify(env).slice(0, 120),
+      );
+    }
+  });
+
+  it('the desk reads EPISODES_REVIEW_PUBLIC_URL by the same rule as the worker', () => {
+    assert.equal(loadReviewPublicUrl({}), undefined);
+    assert.equal(
+      loadReviewPublicUrl({ EPISODES_REVIEW_PUBLIC_URL: 'https://desk.example.com/r' })?.href,
+      'https://desk.example.com/r/',
+    );
+    for (const raw of [
+      'https://u:p@desk.example.com/',
+      'https://desk.example.com/?a=1',
+      'https://desk.example.com/#x',
+      'ftp://desk.example.com/',
+    ]) {
+      assert.throws(
+        () => loadReviewPublicUrl({ EPISODES_REVIEW_PUBLIC_URL: raw }),
+        (e: { type?: string; message?: string }) =>
+          e.type === ErrorType.InvalidInput && e.message!.includes('EPISODES_REVIEW_PUBLIC_URL'),
+        raw,
       );
     }
   });

@@ -22,7 +22,7 @@ import {
   statusQuery,
   type ProductionStatus,
 } from '../workflows/messages';
-import { decide } from './decision-updates';
+import { decide } from '../review/decision-updates';
 import { episodeRunTags } from '../workflows/episode-tags';
 import { approverProblem, notesProblem } from '../domain/decision';
 import { formatMoney } from '../domain/money';

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
+import { loadReviewPublicUrl } from '../review-notice-config';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
 import { startReviewDesk } from '../review/server';
 import type { CliContext } from './context';
@@ -21,7 +22,6 @@ const listenSchema = z
 
 const deskEnvSchema = z.object({
   EPISODES_REVIEW_LISTEN: z.string().optional(),
-  EPISODES_REVIEW_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   EPISODES_REVIEW_TRUST_PROXY: z.string().optional(),
 });
 
@@ -52,7 +52,7 @@ export function registerReviewCommands(program: Command, ctx: CliContext): void 
         getClient: () => ctx.getClient(),
         budgetCents: ctx.config.budgetCents,
         timeZone: ctx.config.timezone,
-        publicUrl: env.EPISODES_REVIEW_PUBLIC_URL === undefined ? undefined : new URL(env.EPISODES_REVIEW_PUBLIC_URL),
+        publicUrl: loadReviewPublicUrl(),
         trustProxy: env.EPISODES_REVIEW_TRUST_PROXY,
       });
       console.log(`review desk on ${desk.url} (reviewers: ${reviewers().file})`);

@@ -3,7 +3,7 @@
  * ETag, no path tricks through `send`), pages rendered on the server (pages.ts). Nothing but `/sign-in`, `/health` and
  * the stylesheet answers without a session; every POST needs the CSRF token of the form it came from; the decision's
  * `by` is the session's reviewer. Every route parses its input with zod. Reads come from the store; decisions go to
- * the production workflow as the CLI's updates (src/cli/decision-updates.ts).
+ * the production workflow as the CLI's updates (src/review/decision-updates.ts).
  */
 import * as path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
@@ -15,11 +15,12 @@ import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { sendDecision, type Decision } from '../cli/decision-updates';
+import { sendDecision, type Decision } from './decision-updates';
 import { notesProblem } from '../domain/decision';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { isPipelineError } from '../domain/errors';
-import { isoWeekOfInstant } from '../domain/week-id';
+import { isoWeekOfInstant, parseWeekId } from '../domain/week-id';
+import type { EpisodeState } from '../domain/episode-state';
 import type { EpisodeStore } from '../store/episode-store';
 import { knownQuotes } from './episode-view';
 import type { SafeHtml } from './html';
@@ -67,19 +68,40 @@ declare module 'fastify' {
   }
 }
 
+/** What every route shares: the options, the sessions and the cookie settings. */
+interface Desk {
+  o: ReviewDeskOptions;
+  sessions: Sessions;
+  cookieOptions: { path: '/'; httpOnly: true; sameSite: 'strict'; secure: true | 'auto' };
+}
+
 export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, trustProxy: o.trustProxy ?? false, bodyLimit: 64 * 1024 });
-  const sessions = new Sessions(o.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS);
   const secure = o.publicUrl?.protocol === 'https:' ? true : 'auto';
-  const cookieOptions = { path: '/', httpOnly: true, sameSite: 'strict', secure } as const;
+  const desk: Desk = {
+    o,
+    sessions: new Sessions(o.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS),
+    cookieOptions: { path: '/', httpOnly: true, sameSite: 'strict', secure },
+  };
+  await registerPlugins(app, desk);
+  registerHooks(app, desk);
+  registerSignIn(app, desk);
+  registerPages(app, desk);
+  registerDecisions(app, desk);
+  registerMedia(app, desk);
+  app.setNotFoundHandler((req, reply) => notFound(req, reply));
+  return app;
+}
 
+async function registerPlugins(app: FastifyInstance, desk: Desk): Promise<void> {
   await app.register(fastifyCookie, { secret: randomBytes(32).toString('hex') });
   await app.register(fastifyFormbody);
-  await app.register(fastifyCsrf, { cookieOpts: { ...cookieOptions, signed: true } });
+  await app.register(fastifyCsrf, { cookieOpts: { ...desk.cookieOptions, signed: true } });
   await app.register(fastifyRateLimit, { global: false });
   await app.register(fastifyStatic, { root: ASSETS, prefix: '/assets/', index: false, list: false });
-  const csrf = app.csrfProtection.bind(app);
+}
 
+function registerHooks(app: FastifyInstance, { o, sessions }: Desk): void {
   app.addHook('onSend', async (_req, reply, payload) => {
     reply.header(
       'content-security-policy',
@@ -100,13 +122,11 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
     return sendPage(reply.code(401), signInPage(reply.generateCsrf(), 'Sign in first.'));
   });
 
-  const viewer = (req: FastifyRequest, reply: FastifyReply): Viewer => ({
-    name: req.reviewer!,
-    csrf: reply.generateCsrf(),
-  });
-
   app.get('/health', () => Promise.resolve({ status: 'ok' }));
+}
 
+function registerSignIn(app: FastifyInstance, { o, sessions, cookieOptions }: Desk): void {
+  const csrf = app.csrfProtection.bind(app);
   app.get('/sign-in', async (req, reply) => {
     if (req.reviewer !== undefined) return reply.redirect('/', 303);
     return sendPage(reply, signInPage(reply.generateCsrf(), null));
@@ -140,15 +160,19 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
     reply.clearCookie(SESSION_COOKIE, cookieOptions);
     return reply.redirect('/sign-in', 303);
   });
+}
 
+function registerPages(app: FastifyInstance, { o }: Desk): void {
   app.get('/', async (req, reply) => {
-    const states = await o.store.listEpisodes();
+    // Only the unfinished ones are read: a store of years of completed episodes costs this page nothing.
+    const states = await o.store.listUnfinishedEpisodes();
+    const newest = await newestCompleted(o, new Date());
     return sendPage(
       reply,
       waitingPage(states, {
         viewer: viewer(req, reply),
         budgetCents: o.budgetCents,
-        quotes: knownQuotes(states),
+        quotes: knownQuotes(newest ? [...states, newest] : states),
         now: new Date(),
       }),
     );
@@ -167,20 +191,22 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
 
   app.get('/episodes/:id', async (req, reply) => {
     const id = episodeIdOf(episodeParams.safeParse(req.params).data?.id);
-    return renderEpisode(req, reply, id, null);
+    return renderEpisode(o, req, reply, id, null);
   });
+}
 
-  app.post('/episodes/:id/decision', { preHandler: csrf }, async (req, reply) => {
+function registerDecisions(app: FastifyInstance, { o }: Desk): void {
+  app.post('/episodes/:id/decision', { preHandler: app.csrfProtection.bind(app) }, async (req, reply) => {
     const id = episodeIdOf(episodeParams.safeParse(req.params).data?.id);
     const body = decisionBody.safeParse(req.body);
     if (id === undefined) return notFound(req, reply);
-    if (!body.success) return renderEpisode(req, reply.code(400), id, refusal('the form was incomplete'));
+    if (!body.success) return renderEpisode(o, req, reply.code(400), id, refusal('the form was incomplete'));
     const by = req.reviewer!;
     let decision: Decision;
     if (body.data.action === 'rework') {
       const notes = body.data.notes.trim();
       const problem = notesProblem(notes);
-      if (problem !== undefined) return renderEpisode(req, reply.code(400), id, refusal(problem));
+      if (problem !== undefined) return renderEpisode(o, req, reply.code(400), id, refusal(problem));
       decision = { kind: 'rework', by, notes };
     } else decision = { kind: 'approve', by };
     if ((await o.store.getEpisode(id)) === undefined) return notFound(req, reply);
@@ -194,9 +220,11 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
       outcome = refusal(e.message);
       reply.code(409);
     }
-    return renderEpisode(req, reply, id, outcome);
+    return renderEpisode(o, req, reply, id, outcome);
   });
+}
 
+function registerMedia(app: FastifyInstance, { o }: Desk): void {
   app.get('/episodes/:id/media/:key', async (req, reply) => {
     const params = mediaParams.safeParse(req.params);
     const id = episodeIdOf(params.data?.id);
@@ -207,44 +235,58 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
     reply.type(media.contentType);
     return reply.sendFile(media.relative, media.root, { dotfiles: 'deny', acceptRanges: true });
   });
+}
 
-  app.setNotFoundHandler((req, reply) => notFound(req, reply));
-
-  async function renderEpisode(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    id: EpisodeId | undefined,
-    outcome: DecisionOutcome | null,
-  ) {
-    const state = id === undefined ? undefined : await o.store.getEpisode(id);
-    if (state === undefined) return notFound(req, reply);
-    const playable: Record<string, boolean> = {};
-    for (const key of Object.keys(state.media)) {
-      const media = await resolveMedia(o.store, state.episode_id, state, key);
-      playable[key] = media !== undefined && (await isPlayable(media));
-    }
-    // The quotes of the next steps from this episode alone: the waiting list has the store-wide ones.
-    const quotes = knownQuotes([state]);
-    return sendPage(
-      reply,
-      episodePage({
-        state,
-        viewer: viewer(req, reply),
-        budgetCents: o.budgetCents,
-        quotes,
-        playable,
-        outcome,
-        now: new Date(),
-      }),
-    );
+/**
+ * The latest completed episode of the last 12 weeks, for the quotes of the steps no unfinished episode has reached
+ * yet (assembly): the newest week with history is read, not all of it.
+ */
+async function newestCompleted(o: ReviewDeskOptions, now: Date): Promise<EpisodeState | undefined> {
+  for (const weekId of lastWeeks(12, now, o.timeZone).reverse()) {
+    const entries = await o.store.listHistory({ weekId: parseWeekId(weekId) });
+    const last = entries.sort((a, b) => a.completed_at.localeCompare(b.completed_at)).at(-1);
+    if (last) return o.store.getEpisode(last.episode_id);
   }
+  return undefined;
+}
 
-  function notFound(req: FastifyRequest, reply: FastifyReply) {
-    const who = req.reviewer === undefined ? null : viewer(req, reply);
-    return sendPage(reply.code(404), errorPage('Not found', 'There is nothing here.', who));
+function viewer(req: FastifyRequest, reply: FastifyReply): Viewer {
+  return { name: req.reviewer!, csrf: reply.generateCsrf() };
+}
+
+async function renderEpisode(
+  o: ReviewDeskOptions,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  id: EpisodeId | undefined,
+  outcome: DecisionOutcome | null,
+) {
+  const state = id === undefined ? undefined : await o.store.getEpisode(id);
+  if (state === undefined) return notFound(req, reply);
+  const playable: Record<string, boolean> = {};
+  for (const key of Object.keys(state.media)) {
+    const media = await resolveMedia(o.store, state.episode_id, state, key);
+    playable[key] = media !== undefined && (await isPlayable(media));
   }
+  // The quotes of the next steps from this episode alone: the waiting list has the store-wide ones.
+  const quotes = knownQuotes([state]);
+  return sendPage(
+    reply,
+    episodePage({
+      state,
+      viewer: viewer(req, reply),
+      budgetCents: o.budgetCents,
+      quotes,
+      playable,
+      outcome,
+      now: new Date(),
+    }),
+  );
+}
 
-  return app;
+function notFound(req: FastifyRequest, reply: FastifyReply) {
+  const who = req.reviewer === undefined ? null : viewer(req, reply);
+  return sendPage(reply.code(404), errorPage('Not found', 'There is nothing here.', who));
 }
 
 function sendPage(reply: FastifyReply, body: SafeHtml): FastifyReply {

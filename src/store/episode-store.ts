@@ -31,6 +31,8 @@ export interface EpisodeStore {
   /** The paid-step guard: the state, or a non-retryable `EpisodeNotFound`. */
   requireEpisode(id: EpisodeId): Promise<EpisodeState>;
   listEpisodes(filter?: { weekId?: WeekId }): Promise<EpisodeState[]>;
+  /** Every episode whose status is not `completed` (the review desk's waiting list), without reading the others. */
+  listUnfinishedEpisodes(): Promise<EpisodeState[]>;
   /** Read-modify-write of one episode, serialised with every other write of that episode; identity cannot change. */
   updateEpisode(id: EpisodeId, update: (state: EpisodeState) => EpisodeState): Promise<EpisodeState>;
   /** Append-only: writing the same entry again is a no-op, a different one for the same episode is refused. */

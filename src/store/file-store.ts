@@ -22,6 +22,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import {
+  episodeIdSchema,
   episodeStateSchema,
   historyEntrySchema,
   type AllocatedBy,
@@ -104,6 +105,24 @@ export class FileEpisodeStore extends FileLayout implements EpisodeStore {
       for (const entry of this.readWeekIndex(weekId).episodes) {
         states.push((await this.getEpisode(entry.episode_id)) ?? stateFromEntry(weekId, entry));
       }
+    }
+    return states.sort(compareEpisodes);
+  }
+
+  /**
+   * From the names alone: an episode with a history file is completed, so only the others' states are read (and
+   * parsed, and checked against their name). Their status decides, so a state completed but not yet in history (a
+   * crash between completion's two writes) is still left out. An allocation committed in its week index whose
+   * directory is not made yet (the allocator died in between) shows here once it is rolled forward.
+   */
+  async listUnfinishedEpisodes(): Promise<EpisodeState[]> {
+    const completed = new Set(await this.list(path.join(this.dataDir, 'history')));
+    const states: EpisodeState[] = [];
+    for (const name of await this.list(path.join(this.dataDir, 'episodes'))) {
+      if (completed.has(`${name}.json`)) continue;
+      const id = episodeIdSchema.safeParse(name);
+      const state = id.success ? await this.getEpisode(id.data) : undefined;
+      if (state && state.status !== 'completed') states.push(state);
     }
     return states.sort(compareEpisodes);
   }

@@ -165,6 +165,19 @@ export class PostgresEpisodeStore implements EpisodeStore {
     return rows.map((row) => stateFromRow(row));
   }
 
+  /** By status, in one query: the row's status is written with its state, in the same transaction. */
+  async listUnfinishedEpisodes(): Promise<EpisodeState[]> {
+    await this.ready();
+    const { rows } = await this.query(
+      this.pool,
+      'list unfinished episodes',
+      `SELECT ${EPISODE_COLUMNS} FROM episodes e WHERE e.status <> 'completed'
+       ORDER BY e.week_id COLLATE "C", e.sequence`,
+      [],
+    );
+    return rows.map((row) => stateFromRow(row));
+  }
+
   async updateEpisode(id: EpisodeId, update: (state: EpisodeState) => EpisodeState): Promise<EpisodeState> {
     await this.ready();
     return this.transaction('update episode', async (client) => {

@@ -43,6 +43,9 @@ export class RollbackStore implements EpisodeStore {
   listEpisodes(filter?: { weekId?: WeekId }): Promise<EpisodeState[]> {
     return this.inner.listEpisodes(filter);
   }
+  listUnfinishedEpisodes(): Promise<EpisodeState[]> {
+    return this.inner.listUnfinishedEpisodes();
+  }
   async updateEpisode(id: EpisodeId, update: (state: EpisodeState) => EpisodeState): Promise<EpisodeState> {
     const hook = this.beforeUpdate;
     this.beforeUpdate = undefined;

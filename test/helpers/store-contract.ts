@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseEpisodeId } from '../../src/domain/episode-id';
-import type { HistoryEntry } from '../../src/domain/episode-state';
+import type { EpisodeState, HistoryEntry } from '../../src/domain/episode-state';
 import { isPipelineError } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
 import { ErrorType } from '../../src/shared';
@@ -98,6 +98,41 @@ export function describeStoreContract(
         ['2026-W32-0', '2026-W32-1'],
       );
       assert.equal((await alloc('run-c', W32)).episodeId, '2026-W32-2');
+    });
+
+    it('lists unfinished episodes by status: completed ones left out, in history yet or not', async () => {
+      const ids = [];
+      for (const [key, week] of [
+        ['run-a', W32],
+        ['run-b', W32],
+        ['run-c', W33],
+        ['run-d', W33],
+      ] as const) {
+        ids.push(parseEpisodeId((await alloc(key, week)).episodeId).episodeId);
+      }
+      const complete = (s: EpisodeState): EpisodeState => ({
+        ...s,
+        status: 'completed',
+        completed_at: '2026-08-07T10:00:00.000Z',
+      });
+      await t.store.updateEpisode(ids[0]!, complete);
+      await t.store.appendHistory(historyEntry(ids[0]!, 'run-a'));
+      // Completed in its state, its history not written yet (a crash between completion's two writes).
+      await t.store.updateEpisode(ids[2]!, complete);
+      await t.store.updateEpisode(ids[3]!, (s) => ({ ...s, status: 'awaiting_approval' }));
+      const unfinished = await t.store.listUnfinishedEpisodes();
+      assert.deepEqual(
+        unfinished.map((s) => [s.episode_id, s.status]),
+        [
+          ['2026-W32-1', 'allocated'],
+          ['2026-W33-1', 'awaiting_approval'],
+        ],
+      );
+      const all = await t.store.listEpisodes();
+      assert.deepEqual(
+        unfinished,
+        all.filter((s) => s.status !== 'completed'),
+      );
     });
 
     it('keeps history append-only', async () => {
