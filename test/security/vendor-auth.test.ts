@@ -81,18 +81,25 @@ describe('the vendor simulator rejects every credential but the exact key (fast-
   it('answers a caller without the key before reading its body, and closes the connection', async () => {
     const sim = await startSim();
     const { port } = new URL(sim.url);
-    // A body announced as 1 GB, of which 1 MB is sent and the rest never: read first, this would never be answered.
+    // A body announced as 1 GB and not sent: read first, this would never be answered. Once the answer is in, 1 MB
+    // of the body follows; the server has closed by then, so the kernel may answer it with a reset (unread data at
+    // close), which counts as the close. An error before the answer fails the test.
     const answer = await new Promise<{ head: string; closed: boolean }>((resolve, reject) => {
       const socket = net.connect(Number(port), '127.0.0.1');
       let head = '';
-      socket.on('error', reject);
-      socket.on('data', (d: Buffer) => (head += d.toString('latin1')));
+      socket.on('error', (e: NodeJS.ErrnoException) =>
+        head && ['ECONNRESET', 'EPIPE'].includes(e.code ?? '') ? resolve({ head, closed: true }) : reject(e),
+      );
+      socket.on('data', (d: Buffer) => {
+        const first = head === '';
+        head += d.toString('latin1');
+        if (first) socket.write(Buffer.alloc(1 << 20, 'x'));
+      });
       socket.on('close', () => resolve({ head, closed: true }));
       socket.write(
         'POST /v1/jobs HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n' +
           'content-length: 1000000000\r\n\r\n',
       );
-      socket.write(Buffer.alloc(1 << 20, 'x'));
     });
     assert.match(answer.head, /^HTTP\/1\.1 401 /);
     assert.ok(answer.closed);
