@@ -38,7 +38,7 @@ async function warmUp(store: EpisodeStore, prefix: string, count: number, week: 
       { kind: 'test', note: 'warm-up' },
     );
   }
-  Object.assign(lockTotals, { acquisitions: 0, waitedMs: 0, heldMs: 0, served: 0 } satisfies LockTotals);
+  Object.assign(lockTotals, { acquisitions: 0, waitedMs: 0, heldMs: 0 } satisfies LockTotals);
 }
 
 /** Ready, then the start instant the parent writes into `go` once every process is ready. */

@@ -164,7 +164,6 @@ async function allocateTogether(
   const waits = reports.reduce((s, r) => s + r.lock.waitedMs, 0);
   const holds = reports.reduce((s, r) => s + r.lock.heldMs, 0);
   const holdings = reports.reduce((s, r) => s + r.lock.acquisitions, 0);
-  const served = reports.reduce((s, r) => s + (r.lock.served ?? 0), 0);
   const overtaken = summarize(overtakes(reports));
   return {
     metrics: {
@@ -184,8 +183,7 @@ async function allocateTogether(
     notes: [
       `lock: mean wait ${(waits / total).toFixed(2)} ms, mean hold ${(holds / total).toFixed(2)} ms per allocation, ` +
         `held ${((holds / (seconds * 1000)) * 100).toFixed(0)}% of the time (the rest: handoffs and work outside it)`,
-      `batches: ${holdings} holdings for ${total} allocations; ${served} allocations done by another process's ` +
-        `holding (${((served / total) * 100).toFixed(0)}%), ${(total / Math.max(1, holdings)).toFixed(2)} per holding`,
+      `${holdings} holdings for ${total} allocations`,
       `later arrivals served first, per allocation: p50 ${overtaken.p50}, p99 ${overtaken.p99}, max ${overtaken.max}`,
       cpuNote(cpuBusy),
     ],
