@@ -8,6 +8,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep } from '../activities/paid-steps';
+import type { DecisionRecord } from '../domain/episode-state';
 import type { PaidStep } from '../domain/paid-step';
 import { lifecycleActivityOptions } from './activity-options';
 import { descriptions, statusQuery, type ProductionStatus } from './messages';
@@ -114,7 +115,7 @@ async function approveOrRework(
     await recordProgress({
       episodeId,
       status: 'awaiting_approval',
-      approval: { status: 'pending', by: null, at: null, notes: null },
+      approval: { status: 'pending', by: null, at: null, notes: null, ...trail(status) },
     });
     status.phase = 'awaiting_approval';
     status.awaitingSince = now();
@@ -133,7 +134,7 @@ async function approveOrRework(
       await recordProgress({
         episodeId,
         status: 'failed',
-        approval: { status: 'expired', by: null, at: now(), notes },
+        approval: { status: 'expired', by: null, at: now(), notes, ...trail(status) },
       });
       return undefined;
     }
@@ -142,7 +143,7 @@ async function approveOrRework(
       await recordProgress({
         episodeId,
         status: 'awaiting_approval',
-        approval: { status: 'approved', by: made.input.by, at: now(), notes: null },
+        approval: { status: 'approved', by: made.input.by, at: now(), notes: null, ...trail(status) },
       });
       return cut;
     }
@@ -151,11 +152,25 @@ async function approveOrRework(
     await recordProgress({
       episodeId,
       status: 'in_production',
-      approval: { status: 'rework_requested', by: made.input.by, at: now(), notes: made.input.notes },
+      approval: {
+        status: 'rework_requested',
+        by: made.input.by,
+        at: now(),
+        notes: made.input.notes,
+        ...trail(status),
+      },
     });
     cut = await step('rework', status.reworkRound, { notes: made.input.notes, base_job: cut.remoteJobId });
     jobs.push(cut.remoteJobId);
   }
+}
+
+/** The decisions with a channel (decision-channels patch), for the store's approval record: none, no field. */
+function trail(status: ProductionStatus): { decisions?: DecisionRecord[] } {
+  const decisions = (status.decisions ?? []).flatMap(({ round, kind, by, channel, at }) =>
+    channel && at ? [{ round, kind, by, channel, at }] : [],
+  );
+  return decisions.length > 0 ? { decisions } : {};
 }
 
 /** Final assembly of the approved cut with the cover, then completion into the store and history. */
