@@ -9,6 +9,8 @@ import * as path from 'node:path';
 import type { EpisodeState } from '../src/domain/episode-state';
 import { ReviewerStore } from '../src/review/reviewers';
 import { buildReviewDesk } from '../src/review/server';
+import type { Prices } from '../src/vendor-api/api';
+import { DEFAULT_PRICES_CENTS } from '../src/vendor-sim/simulator';
 import { measured, target, type Row } from './results';
 import { seedPlan, type SeedWeek } from './seed-data';
 import { seedFileStore } from './seed-file-store';
@@ -60,6 +62,10 @@ function waitingState(s: EpisodeState): EpisodeState {
   };
 }
 
+const SIMULATOR_PRICES = Object.fromEntries(
+  Object.entries(DEFAULT_PRICES_CENTS).map(([kind, amount_cents]) => [kind, { amount_cents, currency: 'USD' }]),
+) as Prices;
+
 export async function benchReviewDesk(o: ReviewBenchOptions): Promise<Row[]> {
   const plan = deskPlan(o.completed, o.waiting);
   const store = await seedFileStore(o.workDir, plan);
@@ -76,6 +82,8 @@ export async function benchReviewDesk(o: ReviewBenchOptions): Promise<Row[]> {
     reviewers,
     getClient: () => Promise.reject(new Error('the bench sends no decision')),
     budgetCents: 20_000,
+    // The vendor's list as the simulator publishes it: the bench times the desk, not a vendor round trip.
+    prices: { current: () => Promise.resolve({ ok: true, prices: SIMULATOR_PRICES, at: new Date() }) },
     timeZone: 'UTC',
   });
   try {

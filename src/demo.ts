@@ -21,6 +21,7 @@ import { FileEpisodeStore } from './store/file-store';
 import { DEFAULT_VENDOR_PORT } from './vendor-api/api';
 import { staticCredentialsLoader } from './vendor-api/credentials';
 import { startVendorSimulator } from './vendor-sim/simulator';
+import { vendorPriceSource, type PriceSource } from './review/prices';
 import { DEFAULT_REVIEW_LISTEN, parseListenAddress } from './cli/review-commands';
 import { ReviewerStore, reviewersFile } from './review/reviewers';
 import { startReviewDesk } from './review/server';
@@ -58,11 +59,15 @@ async function main(): Promise<void> {
     (connected ??= connectClient(config.temporal).then(
       (connection) => new Client({ connection, namespace: config.temporal.namespace }),
     ));
-  const desk = interactive ? await startDemoDesk(store, getClient, config, notices.publicUrl) : undefined;
+  const vendorSettings = { baseUrl: new URL(vendor.url), timeoutMs: 5_000 };
+  const prices = vendorPriceSource(staticCredentialsLoader(apiKey), vendorSettings);
+  const desk = interactive
+    ? await startDemoDesk(store, getClient, config, { publicUrl: notices.publicUrl, prices })
+    : undefined;
   const { worker, connection: workerConnection } = await createWorker(config, {
     store,
     credentials: staticCredentialsLoader(apiKey),
-    vendor: { baseUrl: new URL(vendor.url), timeoutMs: 5_000 },
+    vendor: vendorSettings,
     budgetCents: config.budgetCents,
     reviewNotice: { ...notices, publicUrl: notices.publicUrl ?? (desk && new URL(`${desk.url}/`)) },
   });
@@ -169,7 +174,7 @@ async function startDemoDesk(
   store: FileEpisodeStore,
   getClient: () => Promise<Client>,
   config: Config,
-  publicUrl: URL | undefined,
+  desk: { publicUrl: URL | undefined; prices: PriceSource },
 ): Promise<DemoDesk> {
   const reviewers = new ReviewerStore(reviewersFile(store.dataDir));
   if (reviewers.exists(DEMO_REVIEWER)) await reviewers.remove(DEMO_REVIEWER);
@@ -178,16 +183,16 @@ async function startDemoDesk(
     process.env.EPISODES_REVIEW_LISTEN ?? DEFAULT_REVIEW_LISTEN,
     'EPISODES_REVIEW_LISTEN',
   );
-  const desk = await startReviewDesk({
+  const started = await startReviewDesk({
     ...listen,
     store,
     reviewers,
     getClient,
     budgetCents: config.budgetCents,
     timeZone: config.timezone,
-    publicUrl,
+    ...desk,
   });
-  return { url: desk.url, token, close: () => desk.close() };
+  return { url: started.url, token, close: () => started.close() };
 }
 
 async function poll<T>(what: string, find: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {

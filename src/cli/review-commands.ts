@@ -5,7 +5,10 @@ import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
 import { loadReviewPublicUrl } from '../review-notice-config';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
+import { vendorPriceSource } from '../review/prices';
 import { startReviewDesk } from '../review/server';
+import { envCredentialsLoader } from '../vendor-api/credentials';
+import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import type { CliContext } from './context';
 import { untilSignal } from './vendor-commands';
 
@@ -51,6 +54,8 @@ export function registerReviewCommands(program: Command, ctx: CliContext): void 
         reviewers: reviewers(),
         getClient: () => ctx.getClient(),
         budgetCents: ctx.config.budgetCents,
+        // The worker's vendor settings: the URL is checked now, the key read at the first price list.
+        prices: vendorPriceSource(envCredentialsLoader(), vendorEndpointFromEnv()),
         timeZone: ctx.config.timezone,
         publicUrl: loadReviewPublicUrl(),
         trustProxy: env.EPISODES_REVIEW_TRUST_PROXY,

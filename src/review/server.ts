@@ -19,13 +19,13 @@ import { sendDecision, type Decision } from './decision-updates';
 import { notesProblem } from '../domain/decision';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { isPipelineError } from '../domain/errors';
-import { isoWeekOfInstant, parseWeekId } from '../domain/week-id';
-import type { EpisodeState } from '../domain/episode-state';
+import { isoWeekOfInstant } from '../domain/week-id';
 import type { EpisodeStore } from '../store/episode-store';
-import { knownQuotes } from './episode-view';
+import { isWaiting } from './episode-view';
 import type { SafeHtml } from './html';
 import { isPlayable, mediaKeySchema, resolveMedia } from './media';
 import { donePage, episodePage, errorPage, signInPage, waitingPage, type DecisionOutcome, type Viewer } from './pages';
+import type { PriceList, PriceSource } from './prices';
 import type { ReviewerStore } from './reviewers';
 import { TOKEN_PATTERN } from './reviewers';
 import { DEFAULT_SESSION_TTL_MS, SESSION_COOKIE, Sessions } from './sessions';
@@ -37,6 +37,8 @@ export interface ReviewDeskOptions {
   /** Connected at the first decision, so pages work while Temporal is away. */
   getClient: () => Promise<Client>;
   budgetCents: number;
+  /** The vendor's current prices (`vendorPriceSource`): what each choice will cost. Without: "price unavailable". */
+  prices?: PriceSource;
   timeZone: string;
   /** Fastify's `trustProxy` (e.g. `127.0.0.1`): only then are X-Forwarded-For/-Proto believed. */
   trustProxy?: boolean | string;
@@ -166,13 +168,12 @@ function registerPages(app: FastifyInstance, { o }: Desk): void {
   app.get('/', async (req, reply) => {
     // Only the unfinished ones are read: a store of years of completed episodes costs this page nothing.
     const states = await o.store.listUnfinishedEpisodes();
-    const newest = await newestCompleted(o, new Date());
     return sendPage(
       reply,
       waitingPage(states, {
         viewer: viewer(req, reply),
         budgetCents: o.budgetCents,
-        quotes: knownQuotes(newest ? [...states, newest] : states),
+        prices: await pricesOf(o),
         now: new Date(),
       }),
     );
@@ -237,17 +238,8 @@ function registerMedia(app: FastifyInstance, { o }: Desk): void {
   });
 }
 
-/**
- * The latest completed episode of the last 12 weeks, for the quotes of the steps no unfinished episode has reached
- * yet (assembly): the newest week with history is read, not all of it.
- */
-async function newestCompleted(o: ReviewDeskOptions, now: Date): Promise<EpisodeState | undefined> {
-  for (const weekId of lastWeeks(12, now, o.timeZone).reverse()) {
-    const entries = await o.store.listHistory({ weekId: parseWeekId(weekId) });
-    const last = entries.sort((a, b) => a.completed_at.localeCompare(b.completed_at)).at(-1);
-    if (last) return o.store.getEpisode(last.episode_id);
-  }
-  return undefined;
+function pricesOf(o: ReviewDeskOptions): Promise<PriceList> {
+  return o.prices?.current() ?? Promise.resolve({ ok: false, reason: 'the desk was started without vendor settings' });
 }
 
 function viewer(req: FastifyRequest, reply: FastifyReply): Viewer {
@@ -268,15 +260,14 @@ async function renderEpisode(
     const media = await resolveMedia(o.store, state.episode_id, state, key);
     playable[key] = media !== undefined && (await isPlayable(media));
   }
-  // The quotes of the next steps from this episode alone: the waiting list has the store-wide ones.
-  const quotes = knownQuotes([state]);
+  const prices = isWaiting(state) ? await pricesOf(o) : ({ ok: false, reason: 'no decision waits' } as const);
   return sendPage(
     reply,
     episodePage({
       state,
       viewer: viewer(req, reply),
       budgetCents: o.budgetCents,
-      quotes,
+      prices,
       playable,
       outcome,
       now: new Date(),

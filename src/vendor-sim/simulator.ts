@@ -416,11 +416,13 @@ class Simulator {
   /** The job's playable media, or null for synthetic bytes (no renderer, a size set for the kind, no ffmpeg). */
   private rendered(job: JobRecord): Promise<Buffer | null> {
     if (!this.renders(job)) return Promise.resolve(null);
-    return this.renderer!.render({
-      kind: job.kind,
-      episodeId: job.episode_id,
-      round: roundOfClientRef(job.client_ref),
-    });
+    return this.renderer!.render({ kind: job.kind, episodeId: job.episode_id, round: this.reviewRoundOf(job) });
+  }
+
+  /** The round a job's picture comes from: its own, or for an assembly that of the cut it assembles. */
+  private reviewRoundOf(job: JobRecord): number | null {
+    const cut = job.kind === 'assembly' ? this.jobs.get(String(job.spec.video_job)) : job;
+    return cut ? roundOfClientRef(cut.client_ref) : null;
   }
 
   private renders(job: JobRecord): boolean {
