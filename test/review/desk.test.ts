@@ -7,9 +7,14 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { statusQuery } from '../../src/workflows/messages';
+import { approveSignal, statusQuery } from '../../src/workflows/messages';
+import { createMediaRenderer } from '../../src/vendor-sim/media-render';
 import { productionWorkflowId } from '../../src/domain/names';
 import type { EpisodeId } from '../../src/domain/episode-id';
+import { isoWeekOfInstant } from '../../src/domain/week-id';
+import { vendorPriceSource } from '../../src/review/prices';
+import { staticCredentialsLoader } from '../../src/vendor-api/credentials';
+import { WORKFLOW_TEST_API_KEY, startTestVendor } from '../helpers/deps';
 import { until } from '../helpers/wait';
 import { useDeskHarness } from './harness';
 
@@ -51,6 +56,59 @@ describe('review desk (Chromium)', function () {
     assert.ok((await res.body()).equals(file.subarray(100, 300)));
   });
 
+  it('the decision form shows what Approve and a rework cost at the vendor’s prices, and the budget left', async () => {
+    const id = await h.waitingEpisode('desk-costs');
+    const { page } = await h.signedIn(await h.reviewers.add('alice'));
+    await page.goto(`/episodes/${id}`);
+    const form = page.getByRole('region', { name: 'Decision' });
+    // Spent so far: video 42 + cover 3, of a 200 USD budget.
+    await form.getByText('Budget left: 155.00 USD of 200.00 USD.').waitFor();
+    await form.getByText('Approve costs 8.00 USD (assembly); budget left after: 147.00 USD.').waitFor();
+    await form.getByText('A rework costs 15.00 USD (rework round 1); budget left after: 140.00 USD.').waitFor();
+    assert.equal(await page.getByText(/not known|unavailable/).count(), 0);
+    await page.goto('/');
+    await page.getByText('Next paid step: approve: assembly 8.00 USD · rework: 15.00 USD.').waitFor();
+
+    // The numbers are the vendor's: another price list shows at once, and a choice over the budget says so.
+    const dear = await startTestVendor({ pricesCents: { assembly: 1234, rework: 25_000 } });
+    try {
+      const dearPrices = vendorPriceSource(staticCredentialsLoader(WORKFLOW_TEST_API_KEY), {
+        baseUrl: new URL(dear.url),
+        timeoutMs: 2_000,
+      });
+      await h.restartDesk({ prices: dearPrices });
+      const again = await h.signedIn(await h.reviewers.add('bob'));
+      await again.page.goto(`/episodes/${id}`);
+      await again.page.getByText('Approve costs 12.34 USD (assembly); budget left after: 142.66 USD.').waitFor();
+      await again.page
+        .getByText('A rework costs 250.00 USD (rework round 1); budget left after: -95.00 USD.', { exact: false })
+        .waitFor();
+      await again.page.getByText('Over the budget by 95.00 USD: the vendor step would be refused.').waitFor();
+    } finally {
+      await dear.close();
+    }
+    // A vendor that cannot be reached: the reason, never a number (the desk's cache is new, so it asks).
+    await h.restartDesk({
+      prices: vendorPriceSource(staticCredentialsLoader(WORKFLOW_TEST_API_KEY), {
+        baseUrl: new URL(dear.url),
+        timeoutMs: 2_000,
+      }),
+    });
+    const gone = await h.signedIn(await h.reviewers.add('carol'));
+    await gone.page.goto(`/episodes/${id}`);
+    await gone.page
+      .getByText('Approve costs: price unavailable: the vendor did not answer (connect-failed).')
+      .waitFor();
+    await gone.page
+      .getByText('A rework costs: price unavailable: the vendor did not answer (connect-failed).')
+      .waitFor();
+    assert.equal(await gone.page.getByText(/\d+\.\d\d USD \((assembly|rework)/).count(), 0, 'no price shown');
+    await gone.page.goto('/');
+    await gone.page
+      .getByText('Next paid step: price unavailable: the vendor did not answer (connect-failed).')
+      .waitFor();
+  });
+
   it('says the preview is not playable when the vendor had no ffmpeg (synthetic bytes)', async () => {
     const id = await h.waitingEpisode('desk-synthetic');
     // What the simulator serves without ffmpeg: random bytes labelled video/mp4 (media-render.test.ts shows it).
@@ -75,8 +133,8 @@ describe('review desk (Chromium)', function () {
     await page.getByRole('link', { name: id }).waitFor();
     await page.getByRole('img', { name: /Spend per week/ }).waitFor();
     assert.deepEqual(
-      (await decisionsOf(id)).map((d) => [d.kind, d.by, d.round]),
-      [['approve', 'alice', 0]],
+      (await decisionsOf(id)).map((d) => [d.kind, d.by, d.round, d.channel]),
+      [['approve', 'alice', 0, 'desk']],
     );
   });
 
@@ -94,6 +152,51 @@ describe('review desk (Chromium)', function () {
     await page.goto(`/episodes/${id}`);
     await page.getByRole('heading', { name: 'Decision on round 1' }).waitFor();
     await page.getByText('Shorter intro, please.').waitFor();
+  });
+
+  it('after a rework, approving round 1 by signal: media, labels and decisions name round 1 and the channel; the chart label is whole', async () => {
+    // This week, so that the Done page's chart (the last 12 weeks) shows it.
+    const id = await h.waitingEpisode('desk-rounds', isoWeekOfInstant(new Date(), 'UTC'));
+    const { page } = await h.signedIn(await h.reviewers.add('bob'));
+    await page.goto(`/episodes/${id}`);
+    await page.getByLabel('Notes').fill('Warmer.');
+    await page.getByRole('button', { name: 'Request rework' }).click();
+    await h.waitForState(id, 'round 1 waiting', (s) => s.approval?.status === 'pending' && !!s.media['rework-r1']);
+    await h.env.client.workflow.getHandle(productionWorkflowId(id)).signal(approveSignal, { by: 'carol', round: 1 });
+    const done = await h.waitForState(id, 'completed', (s) => s.status === 'completed');
+
+    // The final video is the assembly of round 1's cut, and its picture says so (renders are bit-exact).
+    const final = readFileSync(path.join(h.store.mediaDir(id), done.media.video!.path));
+    const render = (round: number) => createMediaRenderer().render({ kind: 'assembly', episodeId: id, round });
+    assert.ok(final.equals((await render(1))!), 'the final video reads "assembly of round 1"');
+    assert.ok(!final.equals((await render(0))!));
+    await page.goto(`/episodes/${id}`);
+    await page.getByLabel('Final video, assembled from round 1').waitFor();
+    await page.getByText('last decision: approved by carol through a Temporal signal').waitFor();
+    const decisions = page.getByRole('region', { name: 'Decisions' });
+    assert.match(
+      await decisions.getByRole('row', { name: /bob/ }).innerText(),
+      /^0\trework requested\tbob\tthe review desk\t\d{4}-/,
+    );
+    assert.match(
+      await decisions.getByRole('row', { name: /carol/ }).innerText(),
+      /^1\tapproved\tcarol\ta Temporal signal\t/,
+    );
+
+    // The Done page's chart at 1280 px: every label inside the SVG, the budget axis label whole.
+    await page.goto('/done');
+    assert.equal(page.viewportSize()?.width, 1280);
+    const chart = page.getByRole('img', { name: /Spend per week/ });
+    const boxes = await chart.evaluate((svg) => {
+      const outer = svg.getBoundingClientRect();
+      return [...svg.querySelectorAll('text')].map((t) => {
+        const r = t.getBoundingClientRect();
+        return { text: t.textContent?.trim(), left: r.left - outer.left, right: outer.right - r.right };
+      });
+    });
+    const axis = boxes.find((b) => b.text?.endsWith('USD'));
+    assert.equal(axis?.text, '200.00 USD');
+    for (const b of boxes) assert.ok(b.left >= 0 && b.right >= 0, `"${b.text}" inside the chart: ${JSON.stringify(b)}`);
   });
 
   it('approve in two tabs (and by a second reviewer): exactly one decision', async () => {

@@ -20,7 +20,9 @@ import { startReviewDesk, type ReviewDeskOptions } from '../../src/review/server
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { episodeProductionWorkflow } from '../../src/workflows';
-import { spyingCredentials, startTestVendor, testDeps } from '../helpers/deps';
+import { vendorPriceSource } from '../../src/review/prices';
+import { staticCredentialsLoader } from '../../src/vendor-api/credentials';
+import { WORKFLOW_TEST_API_KEY, spyingCredentials, startTestVendor, testDeps } from '../helpers/deps';
 import { createTestEnv, REPO_ROOT, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { until } from '../helpers/wait';
 
@@ -39,10 +41,10 @@ export interface DeskHarness {
   reviewers: ReviewerStore;
   taskQueue: string;
   url: string;
-  /** Restarts the desk with other options (e.g. a tighter sign-in limit). */
+  /** Restarts the desk with other options (e.g. a tighter sign-in limit); prices come from this test's vendor. */
   restartDesk(options?: Partial<ReviewDeskOptions>): Promise<void>;
-  /** Allocates an episode, starts its production and waits until the store shows it waiting for a decision. */
-  waitingEpisode(key: string): Promise<EpisodeId>;
+  /** Allocates an episode (in `week`, else the next of W10, W11, ...), starts its production, waits for a decision. */
+  waitingEpisode(key: string, week?: string): Promise<EpisodeId>;
   waitForState(id: EpisodeId, what: string, ok: (s: EpisodeState) => boolean): Promise<EpisodeState>;
   /** A new browser context (its own cookies) signed in with this token. */
   signedIn(token: string): Promise<{ context: BrowserContext; page: Page }>;
@@ -64,6 +66,10 @@ export function useDeskHarness(prefix: string): DeskHarness {
       reviewers: h.reviewers,
       getClient: () => Promise.resolve(h.env.client),
       budgetCents: 20_000,
+      prices: vendorPriceSource(staticCredentialsLoader(WORKFLOW_TEST_API_KEY), {
+        baseUrl: new URL(h.vendor.url),
+        timeoutMs: 2_000,
+      }),
       timeZone: 'UTC',
       ...options,
     });
@@ -77,10 +83,10 @@ export function useDeskHarness(prefix: string): DeskHarness {
       return s && ok(s) ? s : undefined;
     });
 
-  h.waitingEpisode = async (key) => {
+  h.waitingEpisode = async (key, week) => {
     const r = await h.store.allocate({
       allocationKey: parseAllocationKey(key),
-      weekId: parseWeekId(`2026-W${weekCounter++}`),
+      weekId: parseWeekId(week ?? `2026-W${weekCounter++}`),
       allocatedBy: { kind: 'test', note: 'review desk' },
     });
     await h.env.client.workflow.start(episodeProductionWorkflow, {
