@@ -18,6 +18,8 @@ import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseWeekId } from '../../src/domain/week-id';
 import {
   TASK_QUEUE,
+  decisionUpdateId,
+  deskDecisionUpdateId,
   paidStepWorkflowId,
   productionWorkflowId,
   reassemblyWorkflowId,
@@ -266,6 +268,27 @@ async function main(): Promise<void> {
       await unheard.executeUpdate(approveUpdate, { args: [{ by: 'editor' }] });
       await unheard.result();
       await save('notice-cancelled', unheard.workflowId);
+
+      // Decision signals checked like updates (one with an empty name dropped), and each channel recorded: a rework
+      // under the desk's update ID, an approval under the CLI's.
+      const channelsId = await allocate('rec-channels', '2026-W39');
+      const channels = await startProduction(client, channelsId);
+      await awaitingApproval(channels);
+      await channels.signal(approveSignal, { by: '', round: 0 });
+      await until('the empty-name signal dropped', async () =>
+        (await channels.query(statusQuery)).droppedDecisions?.length ? true : undefined,
+      );
+      await channels.executeUpdate(requestReworkUpdate, {
+        args: [{ notes: 'tighter cut', by: 'editor', round: 0 }],
+        updateId: deskDecisionUpdateId(channelsId, 0, 'rework', 'editor'),
+      });
+      await awaitingApproval(channels, 1);
+      await channels.executeUpdate(approveUpdate, {
+        args: [{ by: 'editor', round: 1 }],
+        updateId: decisionUpdateId(channelsId, 1, 'approve', 'editor'),
+      });
+      await channels.result();
+      await save('decisions-by-channel', channels.workflowId);
     });
     const manifest = { recordedOnCommit: commit, recordedAt: new Date().toISOString(), histories: recorded };
     await fs.writeFile(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);

@@ -1,7 +1,8 @@
 /**
  * The deploy that meets parked productions: three productions parked at approval on the code the histories were
  * recorded on (checked out of git at that commit and bundled), that worker stopped, a worker with the current code
- * started; all three approved through the CLI (the new update), completed, each charged exactly once; a production
+ * started; an empty-name signal to one dropped (the decision-channels patch, asked at the decision); all three
+ * approved through the CLI (the new update), completed, each charged exactly once; a production
  * started after the upgrade takes the new branch (its runs carry EpisodeId) while the old ones keep the old one.
  */
 import assert from 'node:assert/strict';
@@ -12,11 +13,16 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { EpisodeId } from '../../src/domain/episode-id';
-import { EPISODE_RUNS_TAGGED_PATCH, paidStepWorkflowId, productionWorkflowId } from '../../src/domain/names';
+import {
+  DECISION_CHANNELS_PATCH,
+  EPISODE_RUNS_TAGGED_PATCH,
+  paidStepWorkflowId,
+  productionWorkflowId,
+} from '../../src/domain/names';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
-import { statusQuery } from '../../src/workflows/messages';
+import { approveSignal, statusQuery } from '../../src/workflows/messages';
 import { EpisodeIdSearchAttribute } from '../../src/shared';
 import { startTestVendor } from '../helpers/deps';
 import { REQUIRE_OLD_CODE_ENV, bundleWorkflowsAt, oldCodeMissing, recordedOnCommit } from '../helpers/old-workflows';
@@ -70,14 +76,14 @@ describe('upgrade: productions parked on the recorded code finish on the current
   const episodeIdOf = async (workflowId: string) =>
     (await env.client.workflow.getHandle(workflowId).describe()).typedSearchAttributes.get(EpisodeIdSearchAttribute);
   /** Whether the run recorded the patch marker (its details carry the patch id as JSON bytes). */
-  const hasPatchMarker = async (workflowId: string) => {
+  const hasPatchMarker = async (workflowId: string, patch = EPISODE_RUNS_TAGGED_PATCH) => {
     const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
     return (events ?? []).some((e) =>
       Object.values(e.markerRecordedEventAttributes?.details ?? {}).some((d) =>
         (d.payloads ?? []).some((p) =>
           Buffer.from(p.data ?? [])
             .toString('utf8')
-            .includes(EPISODE_RUNS_TAGGED_PATCH),
+            .includes(patch),
         ),
       ),
     );
@@ -98,6 +104,15 @@ describe('upgrade: productions parked on the recorded code finish on the current
 
     await runWithWorker(setup, async () => {
       const operator = operatorEnv({ dir, vendorUrl: vendor.url, address: env.address, taskQueue });
+      // The decision-channels patch is asked when a decision arrives: a production parked before the deploy checks
+      // its next signal (the old code approved one with an empty name).
+      const first = env.client.workflow.getHandle<typeof episodeProductionWorkflow>(productionWorkflowId(oldIds[0]!));
+      await first.signal(approveSignal, { by: '' });
+      const dropped = await until('the empty-name signal dropped', async () => {
+        const s = await first.query(statusQuery);
+        return s.droppedDecisions?.length ? s : undefined;
+      });
+      assert.deepEqual([dropped.phase, dropped.decisions], ['awaiting_approval', []]);
       for (const id of oldIds) {
         const approved = await runCli(['approve', id, '--by', 'after-deploy'], operator);
         assert.equal(approved.code, 0, approved.stderr);
@@ -110,6 +125,12 @@ describe('upgrade: productions parked on the recorded code finish on the current
         assert.equal(result.outcome === 'completed' && result.approvedBy, 'after-deploy', `${id} completed`);
         // The old branch stays on old runs: no patch marker, the assembly started after the deploy is untagged.
         assert.equal(await hasPatchMarker(productionWorkflowId(id)), false);
+        assert.equal(await hasPatchMarker(productionWorkflowId(id), DECISION_CHANNELS_PATCH), true);
+        const { decisions } = await env.client.workflow.getHandle(productionWorkflowId(id)).query(statusQuery);
+        assert.deepEqual(
+          decisions?.map((d) => d.channel),
+          ['cli'],
+        );
         assert.equal(await episodeIdOf(paidStepWorkflowId(id, 'assembly', 0)), undefined);
       }
 
