@@ -1,9 +1,10 @@
 /**
- * The deploy that meets parked productions: three productions parked at approval on the code the histories were
- * recorded on (checked out of git at that commit and bundled), that worker stopped, a worker with the current code
- * started; an empty-name signal to one dropped (the decision-channels patch, asked at the decision); all three
- * approved through the CLI (the new update), completed, each charged exactly once; a production
- * started after the upgrade takes the new branch (its runs carry EpisodeId) while the old ones keep the old one.
+ * The deploy that meets parked productions: productions parked at approval on the code the histories were recorded
+ * on (checked out of git at that commit and bundled), that worker stopped, a worker with the current code started.
+ * A run the old code approved by an empty-name signal replays on the new code; an empty-name signal to a parked
+ * production is dropped (the decision-channels patch is asked at the decision); all three are approved through the
+ * CLI (the new update), completed, each charged exactly once; a production started after the upgrade takes the new
+ * branch (its runs carry EpisodeId) while the old ones keep the old one.
  */
 import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync } from 'node:fs';
@@ -11,7 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { EpisodeId } from '../../src/domain/episode-id';
 import {
   DECISION_CHANNELS_PATCH,
@@ -95,6 +96,13 @@ describe('upgrade: productions parked on the recorded code finish on the current
       const ids: EpisodeId[] = [];
       for (const n of [1, 2, 3]) ids.push((await weeklyRun(`upgrade-old-${n}`, `2028-W0${n}`)).episodeId as EpisodeId);
       await Promise.all(ids.map(parked));
+      // The old code takes a signal with an empty name as an approval; that run must replay on the new code as it ran.
+      const empty = (await weeklyRun('upgrade-old-empty', '2028-W08')).episodeId;
+      const h = await parked(empty);
+      await h.signal(approveSignal, { by: '' });
+      const result = await h.result();
+      assert.equal(result.outcome === 'completed' && result.approvedBy, '', 'approved under an empty name');
+      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await h.fetchHistory());
       return ids;
     });
     // The old worker is gone; nothing of the old code runs from here on.
