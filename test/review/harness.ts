@@ -15,6 +15,7 @@ import type { EpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState } from '../../src/domain/episode-state';
 import { productionWorkflowId } from '../../src/domain/names';
 import { parseWeekId } from '../../src/domain/week-id';
+import { AuditLog } from '../../src/review/audit-log';
 import { ReviewerStore } from '../../src/review/reviewers';
 import { startReviewDesk, type ReviewDeskOptions } from '../../src/review/server';
 import { FileEpisodeStore } from '../../src/store/file-store';
@@ -30,6 +31,8 @@ export function chromiumPath(): string {
   }).trim();
 }
 
+export type AuditLine = Record<string, unknown> & { event: string };
+
 export interface DeskHarness {
   env: TestWorkflowEnvironment;
   browser: Browser;
@@ -39,6 +42,8 @@ export interface DeskHarness {
   reviewers: ReviewerStore;
   taskQueue: string;
   url: string;
+  /** The desk's audit log, one parsed line each. */
+  audit: AuditLine[];
   /** Restarts the desk with other options (e.g. a tighter sign-in limit). */
   restartDesk(options?: Partial<ReviewDeskOptions>): Promise<void>;
   /** Allocates an episode, starts its production and waits until the store shows it waiting for a decision. */
@@ -65,6 +70,7 @@ export function useDeskHarness(prefix: string): DeskHarness {
       getClient: () => Promise.resolve(h.env.client),
       budgetCents: 20_000,
       timeZone: 'UTC',
+      audit: new AuditLog((line) => h.audit.push(JSON.parse(line) as AuditLine)),
       ...options,
     });
     desk = started;
@@ -115,6 +121,7 @@ export function useDeskHarness(prefix: string): DeskHarness {
   });
   beforeEach(async () => {
     h.dir = mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+    h.audit = [];
     h.store = new FileEpisodeStore(h.dir);
     h.vendor = await startTestVendor();
     h.reviewers = new ReviewerStore(path.join(h.dir, 'review', 'reviewers.json'));
