@@ -94,8 +94,9 @@ export interface Desk {
 }
 
 export function registerHooks(app: FastifyInstance, desk: Desk): void {
+  const formTargets = desk.o.oidc ? [desk.o.oidc.issuer.origin] : [];
   app.addHook('onSend', async (req, reply, payload) => {
-    securityHeaders(reply, desk.https || req.protocol === 'https');
+    securityHeaders(reply, desk.https || req.protocol === 'https', formTargets);
     return payload;
   });
 

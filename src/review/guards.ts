@@ -4,16 +4,17 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-const CSP =
-  "default-src 'none'; style-src 'self'; img-src 'self'; media-src 'self'; form-action 'self'; " +
-  "frame-ancestors 'none'; base-uri 'none'";
+/** `formTargets`: other origins a form may lead to (the OIDC provider: the sign-in form's answer redirects there). */
+const csp = (formTargets: readonly string[]) =>
+  "default-src 'none'; style-src 'self'; img-src 'self'; media-src 'self'; " +
+  `form-action ${["'self'", ...formTargets].join(' ')}; frame-ancestors 'none'; base-uri 'none'`;
 
 /**
  * `same-origin` rather than `no-referrer`: under no-referrer a browser sends `Origin: null` on the desk's own form
  * posts, and the origin check below needs the real origin. Other sites still get no referrer.
  */
-export function securityHeaders(reply: FastifyReply, https: boolean): void {
-  reply.header('content-security-policy', CSP);
+export function securityHeaders(reply: FastifyReply, https: boolean, formTargets: readonly string[]): void {
+  reply.header('content-security-policy', csp(formTargets));
   reply.header('x-content-type-options', 'nosniff');
   reply.header('referrer-policy', 'same-origin');
   reply.header('cross-origin-opener-policy', 'same-origin');

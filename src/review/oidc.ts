@@ -84,7 +84,7 @@ export class OidcSignIn {
         : {};
       claims = { ...userInfo, ...id };
     } catch (e) {
-      throw new OidcRefusal(`the provider's answer was refused: ${(e as Error).message}`);
+      throw new OidcRefusal(`the provider's answer was refused: ${describe(e)}`);
     }
     return this.reviewerOf(claims);
   }
@@ -158,4 +158,10 @@ export class OidcSignIn {
       });
     return this.config;
   }
+}
+
+/** openid-client's message and, where it has one, its cause's (which names the check that failed). */
+function describe(e: unknown): string {
+  const err = e as { message?: string; code?: string; cause?: { message?: string } };
+  return [err.code, err.message, err.cause?.message].filter((x) => typeof x === 'string' && x !== '').join(': ');
 }
