@@ -44,7 +44,7 @@ export interface DeskHarness {
   url: string;
   /** The desk's audit log, one parsed line each. */
   audit: AuditLine[];
-  /** Restarts the desk with other options (e.g. a tighter sign-in limit). */
+  /** Restarts the desk on the same port with other options (e.g. a tighter sign-in limit). */
   restartDesk(options?: Partial<ReviewDeskOptions>): Promise<void>;
   /** Allocates an episode, starts its production and waits until the store shows it waiting for a decision. */
   waitingEpisode(key: string): Promise<EpisodeId>;
@@ -61,10 +61,12 @@ export function useDeskHarness(prefix: string): DeskHarness {
   const h = {} as DeskHarness;
 
   h.restartDesk = async (options = {}) => {
+    // Within a test, a restarted desk keeps its address (open pages and cookies still point at it).
+    const port = desk === undefined ? 0 : Number(new URL(h.url).port);
     await desk?.close();
     const started = await startReviewDesk({
       host: '127.0.0.1',
-      port: 0,
+      port,
       store: h.store,
       reviewers: h.reviewers,
       getClient: () => Promise.resolve(h.env.client),
