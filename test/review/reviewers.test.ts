@@ -23,7 +23,8 @@ import { until } from '../helpers/wait';
 import { injectSignIn } from './inject';
 
 describe('review desk reviewers', function () {
-  this.timeout(30_000);
+  // Generous: the first test runs the CLI ten times, and CI machines are shared.
+  this.timeout(120_000);
   let dir: string;
   const cli = (...args: string[]) =>
     runCli(['--data-dir', dir, 'review', ...args], { EPISODES_DATA_DIR: '', EPISODES_REVIEWERS_FILE: '' });
