@@ -88,6 +88,16 @@ describe('review desk reviewers', function () {
       assert.equal((await carol.get('/')).headers.location, '/sign-in', 'the old token’s session ended');
       const again = await injectSignIn(app, rotated);
       assert.equal((await again.get('/')).statusCode, 200);
+      // `review sessions` lists it (the store's, not the desk's memory) and `--revoke` ends it.
+      const listed = await cli('sessions');
+      assert.equal(listed.code, 0, listed.stderr);
+      const handle = /^([0-9a-f]{16}) {2}carol {2}token {2}from /m.exec(listed.stdout)?.[1];
+      assert.ok(handle !== undefined, listed.stdout);
+      assert.ok(!listed.stdout.includes(again.session.value));
+      const revoked = await cli('sessions', '--revoke', handle.slice(0, 8));
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.equal((await again.get('/')).headers.location, '/sign-in', 'revoked');
+      assert.equal((await cli('sessions', '--revoke', handle)).code, 2, 'no such session any more');
       const ended = audit.map((l) => JSON.parse(l) as { event: string; reviewer?: string; reason?: string });
       assert.deepEqual(
         ended.filter((e) => e.event === 'session-ended').map((e) => [e.reviewer, e.reason]),
