@@ -8,6 +8,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { EpisodeState } from '../src/domain/episode-state';
 import { ReviewerStore } from '../src/review/reviewers';
+import { AuditLog } from '../src/review/audit-log';
 import { buildReviewDesk } from '../src/review/server';
 import type { Prices } from '../src/vendor-api/api';
 import { DEFAULT_PRICES_CENTS } from '../src/vendor-sim/simulator';
@@ -85,6 +86,7 @@ export async function benchReviewDesk(o: ReviewBenchOptions): Promise<Row[]> {
     // The vendor's list as the simulator publishes it: the bench times the desk, not a vendor round trip.
     prices: { current: () => Promise.resolve({ ok: true, prices: SIMULATOR_PRICES, at: new Date() }) },
     timeZone: 'UTC',
+    audit: new AuditLog(() => undefined),
   });
   try {
     const cookies = await signIn(app, token);
@@ -146,15 +148,16 @@ async function signIn(
 ): Promise<Record<string, string>> {
   const form = await app.inject({ method: 'GET', url: '/sign-in' });
   const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1];
-  const secret = form.cookies.find((c) => c.name === '_csrf')?.value;
-  if (csrf === undefined || secret === undefined) throw new Error('no CSRF token on the sign-in page');
+  const pre = form.cookies.find((c) => c.name === 'episodes_review_sign_in')?.value;
+  if (csrf === undefined || pre === undefined) throw new Error('no CSRF token on the sign-in page');
   const res = await app.inject({
     method: 'POST',
     url: '/sign-in',
-    cookies: { _csrf: secret },
+    headers: { origin: 'http://localhost:80' },
+    cookies: { episodes_review_sign_in: pre },
     payload: { token, _csrf: csrf },
   });
   const session = res.cookies.find((c) => c.name === 'episodes_review_session')?.value;
   if (res.statusCode !== 303 || session === undefined) throw new Error(`sign-in: ${res.statusCode}`);
-  return { _csrf: secret, episodes_review_session: session };
+  return { episodes_review_session: session };
 }

@@ -49,24 +49,6 @@ function table(headings: string[], rows: SafeHtml[], foot: SafeHtml | null): Saf
   </table>`;
 }
 
-export function signInPage(csrf: string, problem: string | null): SafeHtml {
-  return page(
-    'Sign in',
-    html`<h1>Sign in</h1>
-      ${problem ? html`<p class="notice refused" role="alert">${problem}</p>` : null}
-      <form method="post" action="/sign-in">
-        <input type="hidden" name="_csrf" value="${csrf}" />
-        <p>
-          <label for="token">Token</label><br />
-          <input id="token" name="token" type="password" autocomplete="current-password" size="60" required />
-        </p>
-        <button type="submit">Sign in</button>
-      </form>
-      <p>A reviewer's token comes from <code>npx episodes review add-reviewer NAME</code>.</p>`,
-    null,
-  );
-}
-
 export function errorPage(title: string, message: string, viewer: Viewer | null): SafeHtml {
   return page(
     title,

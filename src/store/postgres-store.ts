@@ -37,6 +37,7 @@ import type { AllocationRequest, AllocationResult, EpisodeStore } from './episod
 import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
 import { isUniqueViolation, toStoreError } from './postgres-errors';
 import { applyMigrations } from './postgres-migrations/runner';
+import { PostgresReviewSessions, type SessionQuery } from './postgres-review-sessions';
 import { EPISODE_COLUMNS, historyValues, json, jsonOrNull, parseRow, stateFromRow, toRef } from './postgres-rows';
 import { defaultMediaDir, describePostgresUrl } from './postgres-url';
 
@@ -109,6 +110,20 @@ export class PostgresEpisodeStore implements EpisodeStore {
       throw e;
     });
     return this.migrated;
+  }
+
+  /** The review desk's sessions in this database (postgres-review-sessions.ts), on this store's pool. */
+  reviewSessions(): PostgresReviewSessions {
+    const onPool: SessionQuery = async (what, text, values) => {
+      await this.ready();
+      return this.query(this.pool, what, text, values);
+    };
+    return new PostgresReviewSessions(`review sessions in the ${this.description}`, onPool, async (body) => {
+      await this.ready();
+      return this.transaction('review sessions', (c) =>
+        body((what, text, values) => this.query(c, what, text, values)),
+      );
+    });
   }
 
   /** The schema version of the database (0 before the first migration). */

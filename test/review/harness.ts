@@ -15,6 +15,7 @@ import type { EpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState } from '../../src/domain/episode-state';
 import { productionWorkflowId } from '../../src/domain/names';
 import { parseWeekId } from '../../src/domain/week-id';
+import { AuditLog } from '../../src/review/audit-log';
 import { ReviewerStore } from '../../src/review/reviewers';
 import { startReviewDesk, type ReviewDeskOptions } from '../../src/review/server';
 import { FileEpisodeStore } from '../../src/store/file-store';
@@ -32,6 +33,8 @@ export function chromiumPath(): string {
   }).trim();
 }
 
+export type AuditLine = Record<string, unknown> & { event: string };
+
 export interface DeskHarness {
   env: TestWorkflowEnvironment;
   browser: Browser;
@@ -41,7 +44,9 @@ export interface DeskHarness {
   reviewers: ReviewerStore;
   taskQueue: string;
   url: string;
-  /** Restarts the desk with other options (e.g. a tighter sign-in limit); prices come from this test's vendor. */
+  /** The desk's audit log, one parsed line each. */
+  audit: AuditLine[];
+  /** Restarts the desk on the same port with other options (e.g. a tighter sign-in limit); prices come from this test's vendor. */
   restartDesk(options?: Partial<ReviewDeskOptions>): Promise<void>;
   /** Allocates an episode (in `week`, else the next of W10, W11, ...), starts its production, waits for a decision. */
   waitingEpisode(key: string, week?: string): Promise<EpisodeId>;
@@ -58,10 +63,12 @@ export function useDeskHarness(prefix: string): DeskHarness {
   const h = {} as DeskHarness;
 
   h.restartDesk = async (options = {}) => {
+    // Within a test, a restarted desk keeps its address (open pages and cookies still point at it).
+    const port = desk === undefined ? 0 : Number(new URL(h.url).port);
     await desk?.close();
     const started = await startReviewDesk({
       host: '127.0.0.1',
-      port: 0,
+      port,
       store: h.store,
       reviewers: h.reviewers,
       getClient: () => Promise.resolve(h.env.client),
@@ -71,6 +78,7 @@ export function useDeskHarness(prefix: string): DeskHarness {
         timeoutMs: 2_000,
       }),
       timeZone: 'UTC',
+      audit: new AuditLog((line) => h.audit.push(JSON.parse(line) as AuditLine)),
       ...options,
     });
     desk = started;
@@ -121,6 +129,7 @@ export function useDeskHarness(prefix: string): DeskHarness {
   });
   beforeEach(async () => {
     h.dir = mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+    h.audit = [];
     h.store = new FileEpisodeStore(h.dir);
     h.vendor = await startTestVendor();
     h.reviewers = new ReviewerStore(path.join(h.dir, 'review', 'reviewers.json'));
