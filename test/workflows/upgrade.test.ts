@@ -3,6 +3,7 @@
  * recorded on (checked out of git at that commit and bundled), that worker stopped, a worker with the current code
  * started; all three approved through the CLI (the new update), completed, each charged exactly once; a production
  * started after the upgrade takes the new branch (its runs carry EpisodeId) while the old ones keep the old one.
+ * The old worker polls unversioned and the new one as the Worker Deployment's first build: the first versioned deploy.
  */
 import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync } from 'node:fs';
@@ -18,6 +19,7 @@ import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
 import { statusQuery } from '../../src/workflows/messages';
 import { EpisodeIdSearchAttribute } from '../../src/shared';
+import { versionOfCode } from '../../src/worker-deployment';
 import { startTestVendor } from '../helpers/deps';
 import { REQUIRE_OLD_CODE_ENV, bundleWorkflowsAt, oldCodeMissing, recordedOnCommit } from '../helpers/old-workflows';
 import { runCli } from '../helpers/processes';
@@ -69,6 +71,9 @@ describe('upgrade: productions parked on the recorded code finish on the current
     });
   const episodeIdOf = async (workflowId: string) =>
     (await env.client.workflow.getHandle(workflowId).describe()).typedSearchAttributes.get(EpisodeIdSearchAttribute);
+  const buildIdOf = async (workflowId: string) =>
+    (await env.client.workflow.getHandle(workflowId).describe()).raw.workflowExecutionInfo?.versioningInfo
+      ?.deploymentVersion?.buildId;
   /** Whether the run recorded the patch marker (its details carry the patch id as JSON bytes). */
   const hasPatchMarker = async (workflowId: string) => {
     const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
@@ -85,7 +90,10 @@ describe('upgrade: productions parked on the recorded code finish on the current
 
   it('three parked productions are approved and completed after the deploy, each charged once; new runs are tagged', async () => {
     const setup = { env, taskQueue, store, vendor };
-    const oldIds = await runWithWorker({ ...setup, bundle: oldBundle }, async () => {
+    const newBuild = versionOfCode((await workflowBundle()).code).buildId;
+    // The recorded commit predates worker versioning: its worker polled unversioned, as deployed then. The current
+    // worker is the deployment's first build: it becomes current by itself and takes over the unversioned runs.
+    const oldIds = await runWithWorker({ ...setup, bundle: oldBundle, unversioned: true }, async () => {
       const ids: EpisodeId[] = [];
       for (const n of [1, 2, 3]) ids.push((await weeklyRun(`upgrade-old-${n}`, `2028-W0${n}`)).episodeId as EpisodeId);
       await Promise.all(ids.map(parked));
@@ -111,6 +119,7 @@ describe('upgrade: productions parked on the recorded code finish on the current
         // The old branch stays on old runs: no patch marker, the assembly started after the deploy is untagged.
         assert.equal(await hasPatchMarker(productionWorkflowId(id)), false);
         assert.equal(await episodeIdOf(paidStepWorkflowId(id, 'assembly', 0)), undefined);
+        assert.equal(await buildIdOf(productionWorkflowId(id)), newBuild, 'the unversioned run moved to the new build');
       }
 
       const fresh = (await weeklyRun('upgrade-new', '2028-W09')).episodeId as EpisodeId;
