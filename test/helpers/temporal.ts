@@ -36,13 +36,14 @@ export function temporalCliPath(): string {
  */
 export const DEV_SERVER_EXTRA_ARGS = ['--dynamic-config-value', 'history.transferProcessorMaxPollRPS=1000'];
 
-export async function createTestEnv(): Promise<TestWorkflowEnvironment> {
+/** `extraArgs`: more dev-server flags (e.g. `--dynamic-config-value` settings of one test file). */
+export async function createTestEnv(extraArgs: readonly string[] = []): Promise<TestWorkflowEnvironment> {
   return TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: temporalCliPath() },
       ip: '127.0.0.1',
       searchAttributes: [EpisodeIdSearchAttribute, WeekIdSearchAttribute],
-      extraArgs: DEV_SERVER_EXTRA_ARGS,
+      extraArgs: [...DEV_SERVER_EXTRA_ARGS, ...extraArgs],
     },
   });
 }
