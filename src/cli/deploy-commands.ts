@@ -63,7 +63,7 @@ export function registerDeployCommands(program: Command, ctx: CliContext): void 
     .option('--build-id <id>', "the build (default: this checkout's, from its pre-built bundle or EPISODES_BUILD_ID)")
     .action(async (opts: { buildId?: string }) => {
       const buildId = opts.buildId ?? (await thisBuild()) ?? refusedNoBuild();
-      await route(ctx, buildId, (c, ns, facts) => setCurrentVersion(c, ns, facts, buildId));
+      await route(ctx, buildId, (c, ns, facts) => setCurrentVersion(c, ns, facts, buildId), { needsPollers: true });
       console.log(`current: ${buildId}`);
     });
 
@@ -77,7 +77,8 @@ export function registerDeployCommands(program: Command, ctx: CliContext): void 
       if (!/^\d+(\.\d+)?$/.test(percentText) || percent > 100) {
         throw new PipelineError(ErrorType.InvalidInput, `percent must be a number from 0 to 100, not ${percentText}`);
       }
-      await route(ctx, buildId, (c, ns, facts) => setRampingVersion(c, ns, facts, { buildId, percent }));
+      const ramp = { buildId, percent };
+      await route(ctx, buildId, (c, ns, facts) => setRampingVersion(c, ns, facts, ramp), { needsPollers: true });
       console.log(`ramping: ${buildId} at ${percent}% of new runs`);
     });
 
@@ -94,7 +95,7 @@ export function registerDeployCommands(program: Command, ctx: CliContext): void 
         await route(ctx, facts.ramping.buildId, (c, ns, f) => setRampingVersion(c, ns, f, undefined));
         console.log(`ramp of ${facts.ramping.buildId} ended`);
       }
-      await route(ctx, previous, (c, ns, f) => setCurrentVersion(c, ns, f, previous));
+      await route(ctx, previous, (c, ns, f) => setCurrentVersion(c, ns, f, previous), { needsPollers: true });
       console.log(`current: ${previous} (was ${facts.current ?? 'unversioned'})`);
     });
 }
@@ -120,12 +121,14 @@ function refusedNoBuild(): never {
 
 /**
  * Applies one routing change to a version the deployment knows, with the conflict token of the state just read: a
- * change made by someone else meanwhile is refused by the server, never overwritten.
+ * change made by someone else meanwhile is refused by the server, never overwritten. New runs are never sent to a
+ * build without live workers on the task queue (`needsPollers`): they would wait for workers that are not there.
  */
 async function route(
   ctx: CliContext,
   buildId: string,
   change: (connection: ConnectionLike, namespace: string, facts: DeploymentFacts) => Promise<void>,
+  o: { needsPollers?: boolean } = {},
 ): Promise<void> {
   const connection = await ctx.getConnection();
   const namespace = ctx.config.temporal.namespace;
@@ -136,11 +139,14 @@ async function route(
       `deployment ${facts.deploymentName} has no version ${buildId} (start its workers first; known: ${known})`,
     );
   }
+  if (o.needsPollers && !(await pollersByBuild(connection, namespace, ctx.config.taskQueue)).get(buildId)) {
+    throw refused(`${buildId} has no live workers on task queue ${ctx.config.taskQueue}: start them first`);
+  }
   try {
     await change(connection, namespace, facts);
   } catch (e) {
     const code = (e as { code?: unknown }).code;
-    // INVALID_ARGUMENT, FAILED_PRECONDITION (no pollers, a task queue it does not poll, a conflict), ABORTED.
+    // INVALID_ARGUMENT, FAILED_PRECONDITION (a task queue it does not poll, a conflict), ABORTED.
     if (code === 3 || code === 9 || code === 10) throw refused(`${buildId}: ${(e as { details?: string }).details}`);
     throw e;
   }

@@ -203,6 +203,10 @@ describe('deploy: worker versions while productions are in flight', function () 
   it('a ramp at 50% spreads new productions over both builds; rollback makes v1 current again', async () => {
     await startWorker('v3', 'v3');
     await statusUntil('v3 polling', (s) => versionOf(s, 'v3')?.pollers === 2);
+    const unknown = await runCli(['deploy', 'promote', '--build-id', 'v9'], operator());
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /DeploymentRefused: deployment weekly-media has no version v9/);
+    assert.equal((await runCli(['deploy', 'ramp', 'v3', '150'], operator())).code, 2, 'a percent over 100');
     assert.match(await cli('deploy', 'ramp', 'v3', '50'), /ramping: v3 at 50% of new runs/);
     const ramped = [];
     for (let i = 0; i < 6; i++) ramped.push(await weeklyRun());
