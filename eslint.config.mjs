@@ -50,6 +50,7 @@ const LAYERS = [
     { name: 'temporal-connection', paths: ['src/temporal-connection.ts'] },
     { name: 'worker-cache', paths: ['src/worker-cache.ts'] },
     { name: 'workflow-bundle', paths: ['src/workflow-bundle.ts'] },
+    { name: 'worker-deployment', paths: ['src/worker-deployment.ts'] },
   ],
   [{ name: 'worker', paths: ['src/worker.ts'] }],
   // The two front doors: the `episodes` CLI and the review desk (web). Each may use the other's modules.

@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAllocationCommands } from './cli/allocation-commands';
 import { registerClusterCommands } from './cli/cluster-commands';
 import { CliContext } from './cli/context';
+import { registerDeployCommands } from './cli/deploy-commands';
 import { registerLedgerCommands } from './cli/ledger-commands';
 import { registerLegacyMigrationCommands } from './cli/legacy-migration-commands';
 import { registerVerifyCommands } from './cli/verify-commands';
@@ -37,6 +38,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   registerAllocationCommands(program, ctx);
   registerScheduleCommands(program, ctx);
   registerClusterCommands(program, ctx);
+  registerDeployCommands(program, ctx);
   registerPaidCommands(program, ctx);
   registerLedgerCommands(program, ctx);
   registerLegacyMigrationCommands(program, ctx);

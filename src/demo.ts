@@ -27,6 +27,7 @@ import { ReviewerStore, reviewersFile } from './review/reviewers';
 import { startReviewDesk } from './review/server';
 import { connectClient } from './temporal-connection';
 import { createWorker } from './worker';
+import { adoptFirstBuild, versionName } from './worker-deployment';
 import { loadReviewNoticeSettings } from './review-notice-config';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';
 import { approveUpdate, statusQuery } from './workflows/messages';
@@ -64,7 +65,11 @@ async function main(): Promise<void> {
   const desk = interactive
     ? await startDemoDesk(store, getClient, config, { publicUrl: notices.publicUrl, prices })
     : undefined;
-  const { worker, connection: workerConnection } = await createWorker(config, {
+  const {
+    worker,
+    connection: workerConnection,
+    version,
+  } = await createWorker(config, {
     store,
     credentials: staticCredentialsLoader(apiKey),
     vendor: vendorSettings,
@@ -73,7 +78,19 @@ async function main(): Promise<void> {
   });
   try {
     const client = await getClient();
-    await worker.runUntil(() => runOneScheduledEpisode(client, store, config, demo, desk));
+    await worker.runUntil(async () => {
+      // The demo's worker is the only one: after a code change (a new build) on a dev server kept from an earlier demo,
+      // it makes its own build current, as `episodes deploy promote` would.
+      const namespace = config.temporal.namespace;
+      const o = await adoptFirstBuild(workerConnection, namespace, version, {
+        stopped: () => false,
+        evenIfNotFirst: true,
+      });
+      console.log(
+        `worker: deployment version ${versionName(version)}: ${o === 'timed out' ? 'not registered' : 'current'}`,
+      );
+      await runOneScheduledEpisode(client, store, config, demo, desk);
+    });
   } catch (e) {
     if (e instanceof WorkflowFailedError) console.error(`workflow failed: ${e.cause?.message ?? e.message}`);
     throw e;

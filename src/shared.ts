@@ -34,6 +34,8 @@ export const ErrorType = {
   ConnectionFailed: 'ConnectionFailed',
   /** The namespace is missing, or lacks the search attributes the workflows set. */
   NamespaceNotReady: 'NamespaceNotReady',
+  /** `episodes deploy` refused a routing change (unknown build, no pollers, nothing to roll back to, a race). */
+  DeploymentRefused: 'DeploymentRefused',
   /** `episodes cluster check` found something missing. */
   ClusterCheckFailed: 'ClusterCheckFailed',
   /** The review webhook did not take a notice: retried unless it answered a status a retry cannot change (4xx). */

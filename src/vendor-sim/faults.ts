@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../shared';
+import { JOB_KINDS } from '../vendor-api/api';
 
 export const vendorFaultsSchema = z.strictObject({
   /** Delay before the vendor works on a valid request (new submissions are "in flight" meanwhile). */
@@ -21,6 +22,8 @@ export const vendorFaultsSchema = z.strictObject({
   noIdempotency: z.boolean().optional(),
   /** The next `count` new jobs end `failed` instead of `succeeded` (still charged: the vendor did the work). */
   failJobs: z.strictObject({ count: z.number().int().min(0) }).optional(),
+  /** Jobs of these kinds stay `running` while the set names them (a paid step held mid-job); then they finish. */
+  holdKinds: z.array(z.enum(JOB_KINDS)).max(JOB_KINDS.length).optional(),
 });
 export type VendorFaults = z.infer<typeof vendorFaultsSchema>;
 

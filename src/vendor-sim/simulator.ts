@@ -459,6 +459,8 @@ class Simulator {
 
   private statusOf(job: JobRecord): JobStatus {
     const elapsed = Date.now() - Date.parse(job.accepted_at);
+    if (this.currentFaults.holdKinds?.includes(job.kind))
+      return elapsed >= this.jobDurationMs / 2 ? 'running' : 'queued';
     if (elapsed >= this.jobDurationMs && job.ends_failed) return 'failed';
     if (elapsed >= this.jobDurationMs && this.artifactReady(job)) return 'succeeded';
     if (elapsed >= this.jobDurationMs) return 'running';

@@ -5,6 +5,7 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep } from '../activities/paid-steps';
@@ -203,3 +204,7 @@ async function assembleAndComplete(
     cover: { sha256: entry.media.cover!.sha256, bytes: entry.media.cover!.bytes },
   };
 }
+
+// Parks for days across deploys: moves to the current build at its next task, kept safe by patched() and the replay
+// of test/histories/ (docs/deploy.md).
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, episodeProductionWorkflow);

@@ -11,7 +11,7 @@ import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
@@ -38,7 +38,7 @@ import {
 import { WORKFLOW_TEST_API_KEY, startTestVendor, testDeps } from '../helpers/deps';
 import { runCli } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
-import { REPO_ROOT, createTestEnv, temporalCliPath, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, createTestWorker, REPO_ROOT, temporalCliPath, workflowBundle } from '../helpers/temporal';
 import { until } from '../helpers/wait';
 import { startWebhookReceiver } from '../helpers/webhook-receiver';
 
@@ -103,7 +103,7 @@ async function main(): Promise<void> {
     const bundle = await workflowBundle();
     const workers = await Promise.all(
       [vendor, lossyVendor].map((v: VendorSimulator) =>
-        Worker.create({
+        createTestWorker({
           connection: env.nativeConnection,
           taskQueue: queueFor(v.url),
           workflowBundle: bundle,

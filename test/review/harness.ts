@@ -7,7 +7,6 @@ import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createActivities } from '../../src/activities';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
@@ -24,7 +23,7 @@ import { episodeProductionWorkflow } from '../../src/workflows';
 import { vendorPriceSource } from '../../src/review/prices';
 import { staticCredentialsLoader } from '../../src/vendor-api/credentials';
 import { WORKFLOW_TEST_API_KEY, spyingCredentials, startTestVendor, testDeps } from '../helpers/deps';
-import { createTestEnv, REPO_ROOT, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, createTestWorker, REPO_ROOT, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { until } from '../helpers/wait';
 
 export function chromiumPath(): string {
@@ -134,7 +133,7 @@ export function useDeskHarness(prefix: string): DeskHarness {
     h.vendor = await startTestVendor();
     h.reviewers = new ReviewerStore(path.join(h.dir, 'review', 'reviewers.json'));
     h.taskQueue = uniqueTaskQueue('desk');
-    const w = await Worker.create({
+    const w = await createTestWorker({
       connection: h.env.nativeConnection,
       taskQueue: h.taskQueue,
       workflowBundle: await workflowBundle(),

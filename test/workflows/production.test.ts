@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common';
 import { MockActivityEnvironment, type TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Worker } from '@temporalio/worker';
+import { DefaultLogger } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../src/activities';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
@@ -30,7 +30,7 @@ import { runCli, spawnNode } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { sleep, until } from '../helpers/wait';
 import { capturedLogs } from '../helpers/setup';
-import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, createTestWorker, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { paidStepWorkflowId, productionWorkflowId } from '../../src/domain/names';
 
 const execFileAsync = promisify(execFile);
@@ -84,7 +84,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
   });
 
   async function withWorker<T>(fn: () => Promise<T>, extra: Partial<ActivityDeps> = {}): Promise<T> {
-    const worker = await Worker.create({
+    const worker = await createTestWorker({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await workflowBundle(),

@@ -4,7 +4,8 @@
  * A run the old code approved by an empty-name signal replays on the new code; an empty-name signal to a parked
  * production is dropped (the decision-channels patch is asked at the decision); all three are approved through the
  * CLI (the new update), completed, each charged exactly once; a production started after the upgrade takes the new
- * branch (its runs carry EpisodeId) while the old ones keep the old one.
+ * branch (its runs carry EpisodeId) while the old ones keep the old one. The old worker polls unversioned and the
+ * new one as the Worker Deployment's first build: the first versioned deploy.
  */
 import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync } from 'node:fs';
@@ -25,6 +26,7 @@ import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
 import { approveSignal, statusQuery } from '../../src/workflows/messages';
 import { EpisodeIdSearchAttribute } from '../../src/shared';
+import { versionOfCode } from '../../src/worker-deployment';
 import { startTestVendor } from '../helpers/deps';
 import { REQUIRE_OLD_CODE_ENV, bundleWorkflowsAt, oldCodeMissing, recordedOnCommit } from '../helpers/old-workflows';
 import { runCli } from '../helpers/processes';
@@ -76,6 +78,9 @@ describe('upgrade: productions parked on the recorded code finish on the current
     });
   const episodeIdOf = async (workflowId: string) =>
     (await env.client.workflow.getHandle(workflowId).describe()).typedSearchAttributes.get(EpisodeIdSearchAttribute);
+  const buildIdOf = async (workflowId: string) =>
+    (await env.client.workflow.getHandle(workflowId).describe()).raw.workflowExecutionInfo?.versioningInfo
+      ?.deploymentVersion?.buildId;
   /** Whether the run recorded the patch marker (its details carry the patch id as JSON bytes). */
   const hasPatchMarker = async (workflowId: string, patch = EPISODE_RUNS_TAGGED_PATCH) => {
     const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
@@ -92,7 +97,10 @@ describe('upgrade: productions parked on the recorded code finish on the current
 
   it('three parked productions are approved and completed after the deploy, each charged once; new runs are tagged', async () => {
     const setup = { env, taskQueue, store, vendor };
-    const oldIds = await runWithWorker({ ...setup, bundle: oldBundle }, async () => {
+    const newBuild = versionOfCode((await workflowBundle()).code).buildId;
+    // The recorded commit predates worker versioning: its worker polled unversioned, as deployed then. The current
+    // worker is the deployment's first build: it becomes current by itself and takes over the unversioned runs.
+    const oldIds = await runWithWorker({ ...setup, bundle: oldBundle, unversioned: true }, async () => {
       const ids: EpisodeId[] = [];
       for (const n of [1, 2, 3]) ids.push((await weeklyRun(`upgrade-old-${n}`, `2028-W0${n}`)).episodeId as EpisodeId);
       await Promise.all(ids.map(parked));
@@ -140,6 +148,7 @@ describe('upgrade: productions parked on the recorded code finish on the current
           ['cli'],
         );
         assert.equal(await episodeIdOf(paidStepWorkflowId(id, 'assembly', 0)), undefined);
+        assert.equal(await buildIdOf(productionWorkflowId(id)), newBuild, 'the unversioned run moved to the new build');
       }
 
       const fresh = (await weeklyRun('upgrade-new', '2028-W09')).episodeId as EpisodeId;

@@ -6,7 +6,6 @@ import * as path from 'node:path';
 import { WorkflowFailedError, type WorkflowExecutionInfo } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { isoWeekOfInstant } from '../../src/domain/week-id';
@@ -16,7 +15,7 @@ import { weeklyEpisodeWorkflow, type WeeklyEpisodeResult } from '../../src/workf
 import { spawnNode } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { startTestVendor, testDeps } from '../helpers/deps';
-import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, createTestWorker, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { productionWorkflowId } from '../../src/domain/names';
 
@@ -46,7 +45,7 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
   afterEach(() => fs.rm(dir, { recursive: true, force: true }));
 
   async function withWorker<T>(fn: () => Promise<T>): Promise<T> {
-    const worker = await Worker.create({
+    const worker = await createTestWorker({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await workflowBundle(),
