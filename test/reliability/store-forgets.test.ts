@@ -495,20 +495,34 @@ async function failedProductions(ctx: Context): Promise<{ workflowId: string; wh
 async function settleTakenId(ctx: Context, run: RowRun): Promise<{ keys: string[]; charges: number }> {
   const [key] = run.keys;
   const id = `${run.week}-0`;
-  const failure: unknown = await ctx.client.workflow
-    .getHandle(productionWorkflowId(id))
-    .result()
-    .then(
+  const store = openTarget(ctx.target);
+  try {
+    const untouched = async () => {
+      const state = await store.requireEpisode(parseEpisodeId(id).episodeId);
+      assert.deepEqual([state.allocation_key, state.steps, state.ledger], ['intruder', {}, []], 'nothing overwritten');
+    };
+    // Until the run's production closes, the other run's episode must stay as the other run left it.
+    const production = ctx.client.workflow.getHandle(productionWorkflowId(id));
+    await until(
+      'the production to stop',
+      async () => {
+        await untouched();
+        return (await production.describe()).status.name === 'RUNNING' ? undefined : true;
+      },
+      momentTimeout,
+    );
+    const failure: unknown = await production.result().then(
       () => undefined,
       (e: unknown) => e,
     );
-  const cause = applicationFailureOf(failure);
-  assert.equal(cause?.type, ErrorType.AllocationConflict, `the production stops with the conflict: ${String(failure)}`);
-  assert.ok(cause.message.includes(`episodes generate ${id}`), cause.message);
-  const store = openTarget(ctx.target);
-  try {
-    const state = await store.requireEpisode(parseEpisodeId(id).episodeId);
-    assert.deepEqual([state.allocation_key, state.steps, state.ledger], ['intruder', {}, []], 'nothing overwritten');
+    const cause = applicationFailureOf(failure);
+    assert.equal(
+      cause?.type,
+      ErrorType.AllocationConflict,
+      `the production stops with the conflict: ${String(failure)}`,
+    );
+    assert.ok(cause.message.includes(`episodes generate ${id}`), cause.message);
+    await untouched();
   } finally {
     await store.close();
   }
