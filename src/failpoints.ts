@@ -3,7 +3,7 @@
  * Off unless EPISODES_FAILPOINTS names a point, e.g. `allocation.index-written=kill,submission.accepted=delay:500`.
  * When the variable is unset `failpoint()` is a single map lookup on an empty map.
  *
- * Actions: `kill` (SIGKILL this process), `throw` (a plain Error), `delay:<ms>`, `enospc` / `eio` (a StorageFailure with
+ * Actions: `kill` (SIGKILL this process), `throw` (a plain Error), `delay:<ms>` (announced by one line on stderr), `enospc` / `eio` (a StorageFailure with
  * that errno `code`, as a real disk error surfaces). An optional `@<n>` suffix fires only on the n-th hit (1-based), e.g.
  * `allocation.index-written=kill@3`. `fs.write` sits half-way through every durable file write (`fs.write=enospc@2`
  * fails the second write of the process with its temp file half written).
@@ -110,8 +110,12 @@ export async function failpoint(name: FailpointName): Promise<void> {
         { code },
       );
     }
-    case 'delay':
-      await new Promise((resolve) => setTimeout(resolve, (rule.action as { ms: number }).ms));
+    case 'delay': {
+      const { ms } = rule.action;
+      // One line, so that a test can act at this moment (freeze the process, fault the store): a logical event.
+      process.stderr.write(`failpoint ${name}: delay ${ms} ms (pid ${process.pid})\n`);
+      await new Promise((resolve) => setTimeout(resolve, ms));
       return;
+    }
   }
 }

@@ -5,8 +5,10 @@
  * docs/deploy.md); SIGINT or SIGTERM drain in-flight tasks, then exit.
  */
 import type { WorkerDeploymentVersion } from '@temporalio/common';
+import { Client } from '@temporalio/client';
 import { Runtime, type Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
+import { temporalAllocationRecords } from './activities/allocation-records';
 import { describeWebhook, type ReviewNoticeSettings } from './activities/review-notice';
 import { loadConfig, type PipelineConfig } from './config';
 import { PipelineError } from './domain/errors';
@@ -80,7 +82,11 @@ export async function createWorker(
     taskQueue: config.taskQueue,
     ...source.options,
     ...workerCacheOptions(),
-    activities: createActivities(deps),
+    // Temporal's own records of allocations, for re-asserting one the store forgot (src/activities/reassertion.ts).
+    activities: createActivities({
+      allocationRecords: temporalAllocationRecords(new Client({ connection, namespace: config.temporal.namespace })),
+      ...deps,
+    }),
     ...extra,
   };
   const worker = await createVersionedWorker(options, version, (line) => {
