@@ -10,6 +10,7 @@ import { loadConfig, type PipelineConfig } from './config';
 import { PipelineError } from './domain/errors';
 import { envCredentialsLoader } from './vendor-api/credentials';
 import { vendorEndpointFromEnv } from './vendor-api/endpoint';
+import type { EpisodeStore } from './store/episode-store';
 import { openStore, prepareStore, storeApplicationName } from './store/open-store';
 import { connectNativeConnection, describeSettings, redactSecrets } from './temporal-connection';
 import { requireNamespaceReady } from './temporal-namespace';
@@ -19,9 +20,13 @@ import { workerCacheOptions } from './worker-cache';
 import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
-export function buildDeps(config: PipelineConfig = loadConfig(), logger?: Logger): ActivityDeps {
+export function openWorkerStore(): EpisodeStore {
+  return openStore({ applicationName: storeApplicationName('worker') });
+}
+
+export function buildDeps(config: PipelineConfig, store: EpisodeStore, logger?: Logger): ActivityDeps {
   return {
-    store: openStore({ applicationName: storeApplicationName('worker') }),
+    store,
     // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
     credentials: envCredentialsLoader(process.env, logger ? { warn: (message) => void logger.warn(message) } : {}),
     vendor: vendorEndpointFromEnv(),
@@ -65,10 +70,11 @@ export async function createWorker(
   return { worker, connection };
 }
 
-async function main(config: PipelineConfig): Promise<void> {
+/** Runs the worker until a shutdown signal. Only tests open another store (test/helpers/unsafe-worker.ts). */
+export async function runWorker(config: PipelineConfig, openWorkerStoreFn = openWorkerStore): Promise<void> {
   // First: the Runtime (logger, metrics) must exist before any connection.
   const logger = installTelemetry(loadTelemetryConfig());
-  const deps = buildDeps(config, logger);
+  const deps = buildDeps(config, openWorkerStoreFn(), logger);
   // Schema migrations and connectivity now, before polling: a store that is down is waited for (one line per attempt),
   // a misconfigured one fails the start, never the first activity.
   await prepareStore(deps.store, { onRetry: (line) => console.error(`worker: waiting for the store: ${line}`) });
@@ -89,7 +95,7 @@ async function main(config: PipelineConfig): Promise<void> {
 if (require.main === module) {
   let config: PipelineConfig | undefined;
   Promise.resolve()
-    .then(() => main((config = loadConfig())))
+    .then(() => runWorker((config = loadConfig())))
     .then(
       () => process.exit(0),
       (e: unknown) => {

@@ -44,8 +44,6 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
       applicationName: selection.applicationName,
       lockTimeoutMs: lock.timeoutMs,
       staleMs: lock.staleMs,
-      unsafeDisableLockForTests: lock.unsafeDisableForTests,
-      unsafeSplitAllocationForTests: env.unsafeSplitAllocationForTests,
     });
   }
   return new FileEpisodeStore(selection.dataDir ?? env.dataDir, lock);

@@ -60,7 +60,6 @@ export class DirectoryLock {
   ) {}
 
   async withLock<T>(critical: (guard: LockGuard) => Promise<T>): Promise<T> {
-    if (this.options.unsafeDisableForTests) return critical({ assertHeld: () => undefined });
     const deadline = Date.now() + this.options.timeoutMs;
     const passOn = await this.awaitTurn(deadline);
     try {

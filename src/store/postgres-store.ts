@@ -61,10 +61,6 @@ export interface PostgresStoreOptions {
    * connection holds the lock: `episodes-worker-<host>-<pid>`, `episodes-cli-<command>-<pid>`.
    */
   applicationName?: string;
-  /** Test-only: skip the advisory lock so that tests can show the constraints catch what the lock would have. */
-  unsafeDisableLockForTests?: boolean;
-  /** Test-only: decide and insert in two transactions, so the fault tests can show one is needed. */
-  unsafeSplitAllocationForTests?: boolean;
 }
 
 type Db = Pool | PoolClient;
@@ -74,8 +70,6 @@ export class PostgresEpisodeStore implements EpisodeStore {
   readonly mediaRoot: string;
   private readonly pool: Pool;
   private readonly lockTimeoutMs: number;
-  private readonly unsafeNoLock: boolean;
-  private readonly unsafeSplit: boolean;
   private migrated?: Promise<void>;
   private closed = false;
 
@@ -83,8 +77,6 @@ export class PostgresEpisodeStore implements EpisodeStore {
     this.description = `postgres store at ${describePostgresUrl(options.url)}`;
     this.mediaRoot = path.resolve(options.mediaDir ?? defaultMediaDir());
     this.lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_OPTIONS.timeoutMs;
-    this.unsafeNoLock = options.unsafeDisableLockForTests ?? false;
-    this.unsafeSplit = options.unsafeSplitAllocationForTests ?? false;
     this.pool = new Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -317,6 +309,8 @@ export class PostgresEpisodeStore implements EpisodeStore {
   }
 
   // ---- internals ----
+  // The allocation's steps are protected, not private: test/helpers/unsafe-stores.ts derives the variants without the
+  // lock or with two transactions, the proofs that each matters. No option or variable of this class turns them off.
 
   private notFound(id: EpisodeId): never {
     throw new PipelineError(ErrorType.EpisodeNotFound, `episode ${id} does not exist in the ${this.description}`, {
@@ -324,8 +318,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
     });
   }
 
-  private async allocateOnce(request: AllocationRequest): Promise<AllocationResult> {
-    if (this.unsafeSplit) return this.allocateSplitForTests(request);
+  protected async allocateOnce(request: AllocationRequest): Promise<AllocationResult> {
     return this.transaction('allocate', async (client) => {
       const decision = await this.decide(client, request);
       if (decision.kind === 'existing') return existingResult(decision);
@@ -335,20 +328,8 @@ export class PostgresEpisodeStore implements EpisodeStore {
     });
   }
 
-  /** Test-only: decide in one transaction and insert in another, so that tests show what the single one prevents. */
-  private async allocateSplitForTests(request: AllocationRequest): Promise<AllocationResult> {
-    const decision = await this.transaction('allocate (split, unsafe)', (client) => this.decide(client, request));
-    if (decision.kind === 'existing') return existingResult(decision);
-    await failpoint('allocation.decided');
-    await this.transaction('allocate (split, unsafe)', async (client) => {
-      await this.takePipelineLock(client);
-      await this.insertEpisode(client, this.newState(request, decision));
-    });
-    return { episodeId: decision.episodeId, weekId: request.weekId, sequence: decision.sequence, created: true };
-  }
-
   /** Takes the pipeline lock and decides from the committed facts (inside the caller's transaction). */
-  private async decide(client: PoolClient, request: AllocationRequest): Promise<AllocationDecision> {
+  protected async decide(client: PoolClient, request: AllocationRequest): Promise<AllocationDecision> {
     const { allocationKey: key, weekId } = request;
     await this.takePipelineLock(client);
     const { rows } = await this.query(
@@ -366,12 +347,11 @@ export class PostgresEpisodeStore implements EpisodeStore {
     });
   }
 
-  private newState(request: AllocationRequest, decision: Extract<AllocationDecision, { kind: 'new' }>): EpisodeState {
+  protected newState(request: AllocationRequest, decision: Extract<AllocationDecision, { kind: 'new' }>): EpisodeState {
     return initialState(decision, request.allocationKey, request.allocatedBy, new Date().toISOString());
   }
 
-  private async takePipelineLock(client: PoolClient): Promise<void> {
-    if (this.unsafeNoLock) return;
+  protected async takePipelineLock(client: PoolClient): Promise<void> {
     // lock_timeout bounds the wait; SET LOCAL semantics (is_local = true) end it with the transaction.
     await this.query(client, 'set lock timeout', `SELECT set_config('lock_timeout', $1, true)`, [
       `${this.lockTimeoutMs}ms`,
@@ -396,7 +376,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
     return state;
   }
 
-  private async insertEpisode(client: PoolClient, state: EpisodeState): Promise<void> {
+  protected async insertEpisode(client: PoolClient, state: EpisodeState): Promise<void> {
     await this.query(
       client,
       'insert episode',
@@ -465,7 +445,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
     );
   }
 
-  private async transaction<T>(what: string, body: (client: PoolClient) => Promise<T>): Promise<T> {
+  protected async transaction<T>(what: string, body: (client: PoolClient) => Promise<T>): Promise<T> {
     let client: PoolClient;
     try {
       client = await this.pool.connect();

@@ -1,6 +1,6 @@
 /**
- * Every store setting from the environment (which store, where its files live, the lock settings, the test-only
- * switches), parsed with zod when a store is opened: never read at import time, never read ad hoc elsewhere.
+ * Every store setting from the environment (which store, where its files live, the lock settings), parsed with zod when
+ * a store is opened: never read at import time, never read ad hoc elsewhere. Nothing here can turn a protection off.
  */
 import * as path from 'node:path';
 import { z } from 'zod';
@@ -13,23 +13,15 @@ export interface LockOptions {
   timeoutMs: number;
   /** A lock whose heartbeat is older than this is considered abandoned. proper-lockfile's minimum is 2000. */
   staleMs: number;
-  /** Test-only: no lock at all, so the concurrency tests can show that their assertions then fail. */
-  unsafeDisableForTests?: boolean;
-  /**
-   * Test-only injections (set from EPISODES_UNSAFE_LOCK_FOR_TESTS, see lockOptionsFromEnv), so that the tests can show
-   * their assertions fail without the protection: whether a holder is proven dead (default holder-identity.ts).
-   */
+  /** Whether a holder is proven dead (default holder-identity.ts); a test injects a weaker one to prove it matters. */
   holderProvenDead?: (entry: string) => boolean;
 }
 
 export const DEFAULT_LOCK_OPTIONS: Readonly<LockOptions> = { timeoutMs: 30_000, staleMs: 10_000 };
 
-const flag = z.enum(['0', '1', '']).transform((v) => v === '1');
 const lockEnvSchema = z.object({
   EPISODES_LOCK_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_LOCK_OPTIONS.timeoutMs),
   EPISODES_LOCK_STALE_MS: z.coerce.number().int().positive().default(DEFAULT_LOCK_OPTIONS.staleMs),
-  EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: flag.default(false),
-  EPISODES_UNSAFE_LOCK_FOR_TESTS: z.enum(['stale-only', '']).default(''),
 });
 
 export interface StoreEnvironment {
@@ -39,15 +31,12 @@ export interface StoreEnvironment {
   dataDir: string;
   /** EPISODES_MEDIA_DIR (default ./data/media): the PostgreSQL store's episode files. */
   mediaDir: string;
-  /** Test-only: the PostgreSQL store decides and inserts in two transactions (the proof that one is needed). */
-  unsafeSplitAllocationForTests: boolean;
 }
 
 const storeEnvSchema = z.object({
   EPISODES_STORE_URL: z.string().optional(),
   EPISODES_DATA_DIR: z.string().optional(),
   EPISODES_MEDIA_DIR: z.string().optional(),
-  EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS: flag.default(false),
 });
 
 /** Which store and where, as the environment says; a malformed value is `InvalidInput` naming the variable. */
@@ -58,7 +47,6 @@ export function storeEnvironment(env: NodeJS.ProcessEnv = process.env): StoreEnv
     // An empty variable means unset, as `VAR= cmd` is usually meant.
     dataDir: path.resolve(e.EPISODES_DATA_DIR || './data'),
     mediaDir: path.resolve(e.EPISODES_MEDIA_DIR || './data/media'),
-    unsafeSplitAllocationForTests: e.EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS,
   };
 }
 
@@ -77,8 +65,5 @@ export function lockOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LockOp
   return {
     timeoutMs: e.EPISODES_LOCK_TIMEOUT_MS,
     staleMs: e.EPISODES_LOCK_STALE_MS,
-    unsafeDisableForTests: e.EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS,
-    // stale-only: no takeover of a holder the kernel proves dead, only of a stale one.
-    ...(e.EPISODES_UNSAFE_LOCK_FOR_TESTS === 'stale-only' ? { holderProvenDead: () => false } : {}),
   };
 }

@@ -266,12 +266,12 @@ describe('postgres store specifics', function () {
       const runs = [0, 1, 2, 3].map((p) =>
         runNode(
           'test/helpers/alloc-client.js',
-          [String(startAt), JSON.stringify(keys.map((_, i) => ({ key: keys[(i + 3 * p) % 12], week: W32 })))],
-          {
-            ...t.childEnv,
-            EPISODES_FAILPOINTS: 'allocation.decided=delay:40',
-            EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: '1',
-          },
+          [
+            String(startAt),
+            JSON.stringify(keys.map((_, i) => ({ key: keys[(i + 3 * p) % 12], week: W32 }))),
+            'no-lock',
+          ],
+          { ...t.childEnv, EPISODES_FAILPOINTS: 'allocation.decided=delay:40' },
         ),
       );
       return (await Promise.all(runs)).flatMap((r) => {
