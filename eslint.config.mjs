@@ -7,7 +7,7 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
 
 // Code that runs inside Temporal's workflow sandbox (and the pure domain it imports): no Node built-ins, no process
 // globals, no timers the sandbox does not replace. The SDK's webpack bundle would fail at start; this fails at lint.
-const SANDBOXED = ['src/workflows/**/*.ts', 'src/domain/**/*.ts', 'src/shared.ts'];
+const SANDBOXED = ['src/workflows/**/*.ts', 'src/domain/**/*.ts'];
 const nodeBuiltins = builtinModules.filter((m) => !m.startsWith('_'));
 const sandboxGlobal = (name, why) => ({ name, message: `${name} is not available in workflow code: ${why}` });
 
@@ -16,7 +16,6 @@ const sandboxGlobal = (name, why) => ({ name, message: `${name} is not available
 // further (workflows run in the sandbox; the simulator stands in for the outside vendor and knows no store);
 // `usedOnlyBy` keeps the simulator out of the code that runs in production.
 const LAYERS = [
-  [{ name: 'shared', paths: ['src/shared.ts'] }],
   [{ name: 'domain', paths: ['src/domain'] }],
   [
     { name: 'failpoints', paths: ['src/failpoints.ts'] },
@@ -29,7 +28,7 @@ const LAYERS = [
     {
       name: 'vendor-sim',
       paths: ['src/vendor-sim'],
-      only: ['shared', 'domain', 'vendor-api', 'files'],
+      only: ['domain', 'vendor-api', 'files'],
       usedOnlyBy: ['cli and review desk', 'demo'],
     },
   ],
@@ -40,7 +39,7 @@ const LAYERS = [
   [
     { name: 'verify', paths: ['src/verify'] },
     // Activities only as types (checked below): their code never enters the workflow bundle.
-    { name: 'workflows', paths: ['src/workflows'], only: ['shared', 'domain', 'activities'] },
+    { name: 'workflows', paths: ['src/workflows'], only: ['domain', 'activities'] },
   ],
   [{ name: 'config', paths: ['src/config.ts'] }],
   [
@@ -103,7 +102,7 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     rules: {
       'import-x/no-restricted-paths': ['error', { zones: layerZones }],
-      // STYLE.md "Functions": one job each, about 80 lines. A longer one says why in its eslint-disable comment.
+      // CONTRIBUTING.md "Functions": one job each, about 80 lines. A longer one says why in its eslint-disable comment.
       'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
     },
   },
@@ -152,7 +151,7 @@ export default tseslint.config(
   },
   {
     // The domain is pure: it does not even wait.
-    files: ['src/domain/**/*.ts', 'src/shared.ts'],
+    files: ['src/domain/**/*.ts'],
     rules: {
       'no-restricted-syntax': [
         'error',

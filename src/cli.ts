@@ -15,8 +15,7 @@ import { registerReviewCommands } from './cli/review-commands';
 import { registerScheduleCommands } from './cli/schedule-commands';
 import { registerStoreCommands } from './cli/store-commands';
 import { registerVendorCommands } from './cli/vendor-commands';
-import { PipelineError } from './domain/errors';
-import { ErrorType } from './shared';
+import { PipelineError, ErrorType } from './domain/errors';
 
 export const EXIT_OK = 0;
 export const EXIT_REFUSED = 1;

@@ -3,7 +3,9 @@ import { loadClientConfigProfile, type ClientConfigTLS } from '@temporalio/envco
 import { z } from 'zod';
 import { parseTimeZone } from './domain/week-id';
 import { TASK_QUEUE } from './domain/names';
-import { DEFAULT_EPISODE_BUDGET_CENTS } from './activities/paid-steps';
+
+/** 200 USD: a first cut (video 42 + cover 3 + assembly 8) plus several reworks at 15 each. */
+const DEFAULT_EPISODE_BUDGET_CENTS = 20_000;
 
 const envSchema = z.object({
   EPISODES_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
@@ -99,6 +101,7 @@ const port = z.coerce.number().int().min(0).max(65_535);
 const demoEnvSchema = z.object({
   VENDOR_API_KEY: z.string().min(1).optional(),
   DEMO_VENDOR_PORT: port.optional(),
+  EPISODES_REVIEW_LISTEN: z.preprocess(unsetIfEmpty, z.string().optional()),
   // The same variables, with the same defaults, as temporal-dev.sh, which starts the dev server the demo talks to.
   TEMPORAL_DEV_IP: z.preprocess(unsetIfEmpty, z.string().min(1).default('127.0.0.1')),
   TEMPORAL_DEV_PORT: z.preprocess(unsetIfEmpty, port.default(7233)),
@@ -113,6 +116,8 @@ export interface DemoSettings {
   vendorPort?: number;
   /** Where temporal-dev.sh serves the dev server (TEMPORAL_DEV_IP, TEMPORAL_DEV_PORT) and its UI (TEMPORAL_DEV_UI_PORT). */
   devServer: { address: string; uiUrl: string };
+  /** EPISODES_REVIEW_LISTEN, where `--interactive` serves the review desk (else the desk's default). */
+  reviewListen?: string;
 }
 
 export function loadDemoSettings(env: NodeJS.ProcessEnv = process.env): DemoSettings {
@@ -121,8 +126,14 @@ export function loadDemoSettings(env: NodeJS.ProcessEnv = process.env): DemoSett
   return {
     vendorApiKey: parsed.VENDOR_API_KEY,
     vendorPort: parsed.DEMO_VENDOR_PORT,
+    reviewListen: parsed.EPISODES_REVIEW_LISTEN,
     devServer: { address: `${ip}:${parsed.TEMPORAL_DEV_PORT}`, uiUrl: `http://${ip}:${parsed.TEMPORAL_DEV_UI_PORT}` },
   };
+}
+
+/** The vendor simulator's settings (`episodes vendor-sim` and the demo): the ffmpeg it renders media with. */
+export function loadSimulatorSettings(env: NodeJS.ProcessEnv = process.env): { ffmpeg?: string } {
+  return { ffmpeg: z.preprocess(unsetIfEmpty, z.string().optional()).parse(env.EPISODES_SIM_FFMPEG) };
 }
 
 /** An empty variable counts as unset (`EPISODES_METRICS_ADDRESS=` turns metrics off): for z.preprocess. */

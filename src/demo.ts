@@ -13,7 +13,7 @@ import { Client, ScheduleAlreadyRunning, WorkflowFailedError, type WorkflowHandl
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
-import { type DemoSettings, loadConfig, loadDemoSettings } from './config';
+import { type DemoSettings, loadConfig, loadDemoSettings, loadSimulatorSettings } from './config';
 import { parseEpisodeId } from './domain/episode-id';
 import { formatMoney } from './domain/money';
 import { SCHEDULE_ID, decisionUpdateId } from './domain/names';
@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     port: demo.vendorPort ?? DEFAULT_VENDOR_PORT,
     stateFile: path.join(store.dataDir, 'vendor-simulator.json'),
     jobDurationMs: 500,
+    ...loadSimulatorSettings(),
   });
   console.log(`vendor simulator: ${vendor.url}`);
   const notices = loadReviewNoticeSettings();
@@ -58,7 +59,9 @@ async function main(): Promise<void> {
     (connected ??= connectClient(config.temporal).then(
       (connection) => new Client({ connection, namespace: config.temporal.namespace }),
     ));
-  const desk = interactive ? await startDemoDesk(store, getClient, config, notices.publicUrl) : undefined;
+  const desk = interactive
+    ? await startDemoDesk(store, getClient, config, { publicUrl: notices.publicUrl, listen: demo.reviewListen })
+    : undefined;
   const { worker, connection: workerConnection } = await createWorker(config, {
     store,
     credentials: staticCredentialsLoader(apiKey),
@@ -169,25 +172,22 @@ async function startDemoDesk(
   store: FileEpisodeStore,
   getClient: () => Promise<Client>,
   config: Config,
-  publicUrl: URL | undefined,
+  desk: { publicUrl?: URL; listen?: string },
 ): Promise<DemoDesk> {
   const reviewers = new ReviewerStore(reviewersFile(store.dataDir));
   if (reviewers.exists(DEMO_REVIEWER)) await reviewers.remove(DEMO_REVIEWER);
   const token = await reviewers.add(DEMO_REVIEWER);
-  const listen = parseListenAddress(
-    process.env.EPISODES_REVIEW_LISTEN ?? DEFAULT_REVIEW_LISTEN,
-    'EPISODES_REVIEW_LISTEN',
-  );
-  const desk = await startReviewDesk({
+  const listen = parseListenAddress(desk.listen ?? DEFAULT_REVIEW_LISTEN, 'EPISODES_REVIEW_LISTEN');
+  const server = await startReviewDesk({
     ...listen,
     store,
     reviewers,
     getClient,
     budgetCents: config.budgetCents,
     timeZone: config.timezone,
-    publicUrl,
+    publicUrl: desk.publicUrl,
   });
-  return { url: desk.url, token, close: () => desk.close() };
+  return { url: server.url, token, close: () => server.close() };
 }
 
 async function poll<T>(what: string, find: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {

@@ -6,9 +6,8 @@
  */
 import { z } from 'zod';
 import { unsetIfEmpty } from './config';
-import { PipelineError } from './domain/errors';
+import { PipelineError, ErrorType } from './domain/errors';
 import { firstIssue } from './domain/zod-issue';
-import { ErrorType } from './shared';
 import { DEFAULT_REVIEW_WEBHOOK_TIMEOUT_MS, type ReviewNoticeSettings } from './activities/review-notice';
 
 /** Below the notice activity's 1 min start-to-close timeout, so an attempt ends by its own timeout first. */

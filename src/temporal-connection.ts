@@ -10,8 +10,7 @@ import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { toClientOptions } from '@temporalio/envconfig';
 import type { NativeConnection } from '@temporalio/worker';
 import type { TemporalSettings } from './config';
-import { PipelineError } from './domain/errors';
-import { ErrorType } from './shared';
+import { PipelineError, ErrorType } from './domain/errors';
 
 type TlsOption = ConnectionOptions['tls'];
 

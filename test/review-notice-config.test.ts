@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ErrorType } from '../src/shared';
+import { ErrorType } from '../src/domain/errors';
 import { loadReviewNoticeSettings, loadReviewPublicUrl } from '../src/review-notice-config';
 
 const SECRET_PATH = '/services/T000/B000/SECRET-hook-token';

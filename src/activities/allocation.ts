@@ -1,10 +1,9 @@
 import { Context } from '@temporalio/activity';
 import { parseAllocationKey } from '../domain/allocation-key';
 import type { AllocatedBy } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { parseWeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import type { EpisodeStore } from '../store/episode-store';
 import { withFailureMapping } from './failures';
 import { withHeartbeat } from './heartbeat';

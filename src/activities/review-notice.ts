@@ -7,11 +7,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { parseEpisodeId } from '../domain/episode-id';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { reviewNoticeKey } from '../domain/names';
 import { buildReviewNotice, type ReviewNotice } from '../domain/review-notice';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import type { EpisodeStore } from '../store/episode-store';
 import { withFailureMapping } from './failures';
 import { withHeartbeat } from './heartbeat';

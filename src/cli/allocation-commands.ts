@@ -6,9 +6,8 @@ import { formatMoney } from '../domain/money';
 import { stepKey } from '../domain/names';
 import type { EpisodeState } from '../domain/episode-state';
 import { isoWeekOfInstant, parseInstant, parseTimeZone, parseWeekId } from '../domain/week-id';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { cliAllocatedBy } from '../store/file-store';
-import { ErrorType } from '../shared';
 import { weeklyEpisodeWorkflow } from '../workflows';
 import { printJson, type CliContext } from './context';
 

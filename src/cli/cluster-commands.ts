@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { isPipelineError, PipelineError } from '../domain/errors';
+import { isPipelineError, PipelineError, ErrorType } from '../domain/errors';
 import { SCHEDULE_ID } from '../domain/names';
-import { ErrorType } from '../shared';
 import { describeSettings } from '../temporal-connection';
 import {
   describeSearchAttributes,

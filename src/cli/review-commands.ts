@@ -1,8 +1,7 @@
 /** `episodes review …`: the review desk (serve) and its reviewers (add-reviewer, remove-reviewer, list-reviewers). */
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { loadReviewPublicUrl } from '../review-notice-config';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
 import { startReviewDesk } from '../review/server';

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { DEFAULT_VENDOR_PORT } from '../vendor-api/api';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { startVendorSimulator } from '../vendor-sim/simulator';
+import { loadSimulatorSettings } from '../config';
 import type { CliContext } from './context';
 
 interface VendorSimOptions {
@@ -41,6 +41,7 @@ export function registerVendorCommands(program: Command, _ctx: CliContext): void
         port,
         stateFile: opts.stateFile,
         jobDurationMs,
+        ...loadSimulatorSettings(),
         faults: { latencyMs, noIdempotency: opts.idempotency ? undefined : true },
         log: opts.quiet ? undefined : (line) => process.stderr.write(`vendor-sim: ${line}\n`),
       });

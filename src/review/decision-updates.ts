@@ -7,9 +7,8 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@
 import { ApplicationFailure } from '@temporalio/common';
 import type { DecisionKind } from '../domain/decision';
 import type { EpisodeId } from '../domain/episode-id';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { decisionUpdateId, productionWorkflowId } from '../domain/names';
-import { ErrorType } from '../shared';
 import {
   approveUpdate,
   requestReworkUpdate,

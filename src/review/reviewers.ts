@@ -8,8 +8,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { approverProblem } from '../domain/decision';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { ensureDirDurable, readJsonFile, writeJsonDurable } from '../files/durable-fs';
 
 const reviewerSchema = z.strictObject({

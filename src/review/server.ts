@@ -19,7 +19,7 @@ import { sendDecision, type Decision } from './decision-updates';
 import { notesProblem } from '../domain/decision';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { isPipelineError } from '../domain/errors';
-import { isoWeekOfInstant, parseWeekId } from '../domain/week-id';
+import { lastWeeks, parseWeekId } from '../domain/week-id';
 import type { EpisodeState } from '../domain/episode-state';
 import type { EpisodeStore } from '../store/episode-store';
 import { knownQuotes } from './episode-view';
@@ -304,14 +304,6 @@ function episodeIdOf(raw: string | undefined): EpisodeId | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The ISO weeks of the last `count` weeks up to `now`'s, oldest first. */
-export function lastWeeks(count: number, now: Date, timeZone: string): string[] {
-  const weeks: string[] = [];
-  for (let i = count - 1; i >= 0; i--)
-    weeks.push(isoWeekOfInstant(new Date(now.getTime() - i * 7 * 86_400_000), timeZone));
-  return weeks;
 }
 
 /** Listens on host:port and returns the URL and a close. */

@@ -8,10 +8,9 @@ import * as path from 'node:path';
 import { decideAllocation, type StoredEpisodeRef } from '../domain/allocation';
 import type { AllocationKey } from '../domain/allocation-key';
 import { episodeStateSchema } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import { exists, type StagedFile } from '../files/durable-fs';
 import type { AllocationRequest, AllocationResult } from './episode-store';
 import {

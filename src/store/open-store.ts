@@ -1,6 +1,5 @@
 import * as os from 'node:os';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { EpisodeStore } from './episode-store';
 import { FileEpisodeStore } from './file-store';
 import { PostgresEpisodeStore } from './postgres-store';

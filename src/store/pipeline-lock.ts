@@ -15,9 +15,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as lockfile from 'proper-lockfile';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint, type FailpointName } from '../failpoints';
-import { ErrorType } from '../shared';
 import { holderProvenDead, ownHolderEntry } from './holder-identity';
 import { currentHolder, removeIfHolderDead, takeoverSafeFs } from './lock-fs';
 import { DEFAULT_LOCK_OPTIONS, type LockOptions } from './store-config';

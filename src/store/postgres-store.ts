@@ -29,10 +29,9 @@ import {
   type EpisodeState,
   type HistoryEntry,
 } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
 import { isUniqueViolation, toStoreError } from './postgres-errors';

@@ -1,6 +1,5 @@
 /** Store URLs and media location of the PostgreSQL store; nothing here ever prints a password. */
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { storeEnvironment } from './store-config';
 
 export function defaultMediaDir(): string {

@@ -4,9 +4,8 @@
  */
 import * as path from 'node:path';
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
-import { ErrorType } from '../shared';
 
 export interface LockOptions {
   /** Give up (retryably) after this long. */

@@ -28,7 +28,6 @@ export const wireMoneySchema = z.object({
   amount_cents: z.number().int().nonnegative(),
   currency: z.string().regex(/^[A-Z]{3}$/),
 });
-export type WireMoney = z.infer<typeof wireMoneySchema>;
 
 export const jobRequestSchema = z.strictObject({
   kind: jobKindSchema,
@@ -91,4 +90,3 @@ export const billingSchema = z.object({ charges: z.array(chargeSchema) });
 export const errorBodySchema = z.object({
   error: z.object({ code: z.string().regex(/^[a-z_]{1,64}$/), message: z.string() }),
 });
-export type ErrorBody = z.infer<typeof errorBodySchema>;

@@ -6,9 +6,8 @@
 import { createHash } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { z } from 'zod';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
-import { ErrorType } from '../shared';
 import {
   ARTIFACT_SHA256_HEADER,
   billingSchema,

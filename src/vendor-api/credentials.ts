@@ -3,8 +3,7 @@
  * paid boundary never needs (or touches) the secret. No message here ever contains the key itself.
  */
 import { promises as fs } from 'node:fs';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 
 export interface CredentialsLoader {
   load(): Promise<string>;

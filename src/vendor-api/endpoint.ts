@@ -1,8 +1,7 @@
 /** Where the vendor lives, from the environment, parsed once at the edge. */
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
-import { ErrorType } from '../shared';
 import { DEFAULT_VENDOR_BASE_URL } from './api';
 
 export const DEFAULT_VENDOR_TIMEOUT_MS = 10_000;

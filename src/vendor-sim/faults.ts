@@ -1,7 +1,6 @@
 /** The faults the vendor simulator can inject (docs/vendor-api.md), and the seeded generator behind the random ones. */
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 
 export const vendorFaultsSchema = z.strictObject({
   /** Delay before the vendor works on a valid request (new submissions are "in flight" meanwhile). */

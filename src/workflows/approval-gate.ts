@@ -3,7 +3,7 @@ import type { Duration } from '@temporalio/common';
 import { approverProblem, notesProblem, type DecisionKind } from '../domain/decision';
 import type { ReviewNotice } from '../domain/review-notice';
 import { decisionUpdateId } from '../domain/names';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import {
   approveSignal,
   approveUpdate,

@@ -1,7 +1,7 @@
 import { ActivityFailure, ApplicationFailure, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep, PaidStepInput } from '../activities/paid-steps';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import { awaitActivityOptions, submitActivityOptions } from './activity-options';
 import { descriptions, reconciledSignal, stepStatusQuery, type StepStatus } from './messages';
 

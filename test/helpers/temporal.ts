@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/shared';
+import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/domain/names';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 

@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { main } from '../../src/cli';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { CLI, snapshotTree } from '../helpers/legacy-harness';
 import { collect } from '../helpers/processes';
 import { assertAllocationInvariants, assertOnlyWholeStoreFiles } from '../security/store-files';

@@ -6,9 +6,9 @@ import { DatabaseError } from 'pg';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState } from '../../src/domain/episode-state';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { idempotencyKey } from '../../src/domain/names';
 import { openStore } from '../../src/store/open-store';
 import { PIPELINE_LOCK_ID, PostgresEpisodeStore } from '../../src/store/postgres-store';
 import { LATEST_SCHEMA_VERSION } from '../../src/store/postgres-migrations';
@@ -133,7 +133,7 @@ describe('postgres store specifics', function () {
         'cover-r0': {
           step: 'cover',
           round: 0,
-          idempotency_key: `${id}-cover-r0`,
+          idempotency_key: idempotencyKey(id, 'cover', 0),
           status: 'submitted',
           intent_at: '2026-08-03T09:00:03.000Z',
           spec: {},

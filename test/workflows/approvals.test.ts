@@ -11,7 +11,7 @@ import { MAX_APPROVER, MAX_NOTES } from '../../src/domain/decision';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import type { EpisodeId } from '../../src/domain/episode-id';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
 import {
   approveSignal,

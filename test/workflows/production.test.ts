@@ -14,7 +14,7 @@ import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseEpisodeId, type EpisodeId } from '../../src/domain/episode-id';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { episodeProductionWorkflow, paidStepWorkflow, type weeklyEpisodeWorkflow } from '../../src/workflows';

@@ -12,12 +12,16 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { EpisodeId } from '../../src/domain/episode-id';
-import { EPISODE_RUNS_TAGGED_PATCH, paidStepWorkflowId, productionWorkflowId } from '../../src/domain/names';
+import {
+  EPISODE_RUNS_TAGGED_PATCH,
+  paidStepWorkflowId,
+  productionWorkflowId,
+  EpisodeIdSearchAttribute,
+} from '../../src/domain/names';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
 import { statusQuery } from '../../src/workflows/messages';
-import { EpisodeIdSearchAttribute } from '../../src/shared';
 import { startTestVendor } from '../helpers/deps';
 import { REQUIRE_OLD_CODE_ENV, bundleWorkflowsAt, oldCodeMissing, recordedOnCommit } from '../helpers/old-workflows';
 import { runCli } from '../helpers/processes';

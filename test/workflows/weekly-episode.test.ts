@@ -10,7 +10,7 @@ import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { isoWeekOfInstant } from '../../src/domain/week-id';
-import { EpisodeIdSearchAttribute, ErrorType, WeekIdSearchAttribute } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { weeklyEpisodeWorkflow, type WeeklyEpisodeResult } from '../../src/workflows/weekly-episode';
 import { spawnNode } from '../helpers/processes';
@@ -18,7 +18,7 @@ import { waitForScheduledRuns } from '../helpers/schedules';
 import { startTestVendor, testDeps } from '../helpers/deps';
 import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
-import { productionWorkflowId } from '../../src/domain/names';
+import { productionWorkflowId, EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/domain/names';
 
 describe('weeklyEpisodeWorkflow on the dev server', function () {
   this.timeout(120_000);
