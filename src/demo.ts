@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   });
   try {
     const client = await getClient();
-    await worker.runUntil(() => runOneScheduledEpisode(client, store, config, demo, desk));
+    await worker.runUntil(() => runOneScheduledEpisode({ client, store, config, demo, desk }));
   } catch (e) {
     if (e instanceof WorkflowFailedError) console.error(`workflow failed: ${e.cause?.message ?? e.message}`);
     throw e;
@@ -93,14 +93,16 @@ function startLocalDevServerUnlessConfigured(config: Config, demo: DemoSettings)
   config.temporal = { ...config.temporal, address: demo.devServer.address };
 }
 
+interface DemoRun {
+  client: Client;
+  store: FileEpisodeStore;
+  config: Config;
+  demo: DemoSettings;
+  desk: DemoDesk | undefined;
+}
+
 /** The demo's story: one scheduled run, allocated, produced, decided on, and its episode printed. */
-async function runOneScheduledEpisode(
-  client: Client,
-  store: FileEpisodeStore,
-  config: Config,
-  demo: DemoSettings,
-  desk: DemoDesk | undefined,
-): Promise<void> {
+async function runOneScheduledEpisode({ client, store, config, demo, desk }: DemoRun): Promise<void> {
   await ensureWeeklySchedule(client, config);
   const workflowId = await triggerScheduledRun(client);
   console.log(`scheduled run ${workflowId} (its workflow ID is the allocation key)`);

@@ -14,14 +14,8 @@ import { createVendorClient } from '../vendor-api/client';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import { episodeProductionWorkflow, episodeReassemblyWorkflow } from '../workflows';
-import {
-  approveUpdate,
-  reconciledSignal,
-  requestReworkUpdate,
-  statusQuery,
-  type ProductionStatus,
-} from '../workflows/messages';
-import { decide } from '../review/decision-updates';
+import { reconciledSignal, statusQuery, type ProductionStatus } from '../workflows/messages';
+import { sendDecision } from '../review/decision-updates';
 import { episodeRunTags } from '../workflows/episode-tags';
 import { approverProblem, notesProblem } from '../domain/decision';
 import { formatMoney } from '../domain/money';
@@ -80,9 +74,7 @@ function registerApprove(program: Command, ctx: CliContext): void {
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
       const pinned = parseRound(opts.round);
       const { id } = await existing(ctx, raw);
-      const d = await decide(await ctx.getClient(), id, 'approve', by, pinned, (h, round, updateId) =>
-        h.executeUpdate(approveUpdate, { args: [{ by, round }], updateId }),
-      );
+      const d = await sendDecision(await ctx.getClient(), id, { kind: 'approve', by }, pinned);
       console.log(`${id}: round ${d.round} approved by ${d.by} (${productionWorkflowId(id)})`);
     });
 }
@@ -100,9 +92,7 @@ function registerRework(program: Command, ctx: CliContext): void {
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
       const pinned = parseRound(opts.round);
       const { id } = await existing(ctx, raw);
-      const d = await decide(await ctx.getClient(), id, 'rework', by, pinned, (h, round, updateId) =>
-        h.executeUpdate(requestReworkUpdate, { args: [{ notes, by, round }], updateId }),
-      );
+      const d = await sendDecision(await ctx.getClient(), id, { kind: 'rework', by, notes }, pinned);
       console.log(`${id}: rework of round ${d.round} requested by ${d.by} (${productionWorkflowId(id)})`);
     });
 }

@@ -17,7 +17,7 @@ import {
   type ProductionStatus,
 } from '../workflows/messages';
 
-export type ProductionHandle = ReturnType<Client['workflow']['getHandle']>;
+export type Decision = { kind: 'approve'; by: string } | { kind: 'rework'; by: string; notes: string };
 
 /**
  * One decision as an update with an ID derived from episode, round, kind and approver: a retried call gets the first
@@ -26,18 +26,20 @@ export type ProductionHandle = ReturnType<Client['workflow']['getHandle']>;
  * already moved on after this approver's own decision (a retry), that decision's round. Only the pinned form is safe
  * for a rework retried after its new round has opened: unpinned, that retry is a decision for the new round.
  */
-export async function decide(
+export async function sendDecision(
   client: Client,
   id: EpisodeId,
-  kind: DecisionKind,
-  by: string,
+  decision: Decision,
   pinned: number | undefined,
-  send: (h: ProductionHandle, round: number, updateId: string) => Promise<AcceptedDecision>,
 ): Promise<AcceptedDecision> {
+  const { kind, by } = decision;
   const handle = client.workflow.getHandle(productionWorkflowId(id));
   try {
     const round = pinned ?? decisionRound(await handle.query(statusQuery), kind, by);
-    return await send(handle, round, decisionUpdateId(id, round, kind, by));
+    const updateId = decisionUpdateId(id, round, kind, by);
+    return await (decision.kind === 'approve'
+      ? handle.executeUpdate(approveUpdate, { args: [{ by, round }], updateId })
+      : handle.executeUpdate(requestReworkUpdate, { args: [{ notes: decision.notes, by, round }], updateId }));
   } catch (e) {
     if (e instanceof WorkflowNotFoundError) {
       throw new PipelineError(ErrorType.InvalidState, `no running production for ${id} (${productionWorkflowId(id)})`);
@@ -48,23 +50,6 @@ export async function decide(
     }
     throw e;
   }
-}
-
-export type Decision = { kind: 'approve'; by: string } | { kind: 'rework'; by: string; notes: string };
-
-/** `decide` with the matching update: what the review desk sends for a button. */
-export function sendDecision(
-  client: Client,
-  id: EpisodeId,
-  decision: Decision,
-  pinned: number | undefined,
-): Promise<AcceptedDecision> {
-  const { by } = decision;
-  return decide(client, id, decision.kind, by, pinned, (h, round, updateId) =>
-    decision.kind === 'approve'
-      ? h.executeUpdate(approveUpdate, { args: [{ by, round }], updateId })
-      : h.executeUpdate(requestReworkUpdate, { args: [{ notes: decision.notes, by, round }], updateId }),
-  );
 }
 
 function decisionRound(status: ProductionStatus, kind: DecisionKind, by: string): number {

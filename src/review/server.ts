@@ -191,7 +191,7 @@ function registerPages(app: FastifyInstance, { o }: Desk): void {
 
   app.get('/episodes/:id', async (req, reply) => {
     const id = episodeIdOf(episodeParams.safeParse(req.params).data?.id);
-    return renderEpisode(o, req, reply, id, null);
+    return renderEpisode(o, req, reply, { id, outcome: null });
   });
 }
 
@@ -200,13 +200,14 @@ function registerDecisions(app: FastifyInstance, { o }: Desk): void {
     const id = episodeIdOf(episodeParams.safeParse(req.params).data?.id);
     const body = decisionBody.safeParse(req.body);
     if (id === undefined) return notFound(req, reply);
-    if (!body.success) return renderEpisode(o, req, reply.code(400), id, refusal('the form was incomplete'));
+    if (!body.success)
+      return renderEpisode(o, req, reply.code(400), { id, outcome: refusal('the form was incomplete') });
     const by = req.reviewer!;
     let decision: Decision;
     if (body.data.action === 'rework') {
       const notes = body.data.notes.trim();
       const problem = notesProblem(notes);
-      if (problem !== undefined) return renderEpisode(o, req, reply.code(400), id, refusal(problem));
+      if (problem !== undefined) return renderEpisode(o, req, reply.code(400), { id, outcome: refusal(problem) });
       decision = { kind: 'rework', by, notes };
     } else decision = { kind: 'approve', by };
     if ((await o.store.getEpisode(id)) === undefined) return notFound(req, reply);
@@ -220,7 +221,7 @@ function registerDecisions(app: FastifyInstance, { o }: Desk): void {
       outcome = refusal(e.message);
       reply.code(409);
     }
-    return renderEpisode(o, req, reply, id, outcome);
+    return renderEpisode(o, req, reply, { id, outcome });
   });
 }
 
@@ -258,8 +259,7 @@ async function renderEpisode(
   o: ReviewDeskOptions,
   req: FastifyRequest,
   reply: FastifyReply,
-  id: EpisodeId | undefined,
-  outcome: DecisionOutcome | null,
+  { id, outcome }: { id: EpisodeId | undefined; outcome: DecisionOutcome | null },
 ) {
   const state = id === undefined ? undefined : await o.store.getEpisode(id);
   if (state === undefined) return notFound(req, reply);
