@@ -17,6 +17,8 @@ const sandboxGlobal = (name, why) => ({ name, message: `${name} is not available
 // `usedOnlyBy` keeps the simulator out of the code that runs in production.
 const LAYERS = [
   [{ name: 'domain', paths: ['src/domain'] }],
+  // The settings table and its reader: every unit above reads its environment through them.
+  [{ name: 'settings', paths: ['src/settings'] }],
   [
     { name: 'failpoints', paths: ['src/failpoints.ts'] },
     { name: 'vendor-api', paths: ['src/vendor-api'] },

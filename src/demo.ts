@@ -18,10 +18,9 @@ import { parseEpisodeId } from './domain/episode-id';
 import { formatMoney } from './domain/money';
 import { SCHEDULE_ID, decisionUpdateId } from './domain/names';
 import { FileEpisodeStore } from './store/file-store';
-import { DEFAULT_VENDOR_PORT } from './vendor-api/api';
 import { staticCredentialsLoader } from './vendor-api/credentials';
 import { startVendorSimulator } from './vendor-sim/simulator';
-import { DEFAULT_REVIEW_LISTEN, parseListenAddress } from './cli/review-commands';
+import { parseListenAddress } from './cli/review-commands';
 import { ReviewerStore, reviewersFile } from './review/reviewers';
 import { startReviewDesk } from './review/server';
 import { connectClient } from './temporal-connection';
@@ -46,7 +45,7 @@ async function main(): Promise<void> {
   const apiKey = demo.vendorApiKey ?? `demo-${randomBytes(12).toString('hex')}`;
   const vendor = await startVendorSimulator({
     apiKey,
-    port: demo.vendorPort ?? DEFAULT_VENDOR_PORT,
+    port: demo.vendorPort,
     stateFile: path.join(store.dataDir, 'vendor-simulator.json'),
     jobDurationMs: 500,
     ...loadSimulatorSettings(),
@@ -174,12 +173,12 @@ async function startDemoDesk(
   store: FileEpisodeStore,
   getClient: () => Promise<Client>,
   config: Config,
-  desk: { publicUrl?: URL; listen?: string },
+  desk: { publicUrl?: URL; listen: string },
 ): Promise<DemoDesk> {
   const reviewers = new ReviewerStore(reviewersFile(store.dataDir));
   if (reviewers.exists(DEMO_REVIEWER)) await reviewers.remove(DEMO_REVIEWER);
   const token = await reviewers.add(DEMO_REVIEWER);
-  const listen = parseListenAddress(desk.listen ?? DEFAULT_REVIEW_LISTEN, 'EPISODES_REVIEW_LISTEN');
+  const listen = parseListenAddress(desk.listen, 'EPISODES_REVIEW_LISTEN');
   const server = await startReviewDesk({
     ...listen,
     store,

@@ -11,7 +11,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { bundleWorkflowCode, type Logger, type WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
-import { unsetIfEmpty } from './config';
+import { readSetting } from './settings/read';
 
 const DIST = path.resolve(__dirname, '..');
 export const DEFAULT_BUNDLE_PATH = path.join(DIST, 'workflow-bundle.js');
@@ -22,11 +22,6 @@ const manifestSchema = z.object({
   code_sha256: z.string().regex(/^[0-9a-f]{64}$/),
   sources_sha256: z.string().regex(/^[0-9a-f]{64}$/),
   built_at: z.string(),
-});
-
-const envSchema = z.object({
-  /** A bundle file, or `off` to always bundle from sources (the bench's "before"). */
-  EPISODES_WORKFLOW_BUNDLE: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_BUNDLE_PATH)),
 });
 
 export type WorkflowSource =
@@ -73,7 +68,8 @@ export async function writeWorkflowBundle(codePath: string, code: string): Promi
 
 /** The bundle when it is present and current, else the sources with the reason. Never throws for a bad bundle. */
 export async function resolveWorkflowSource(env: NodeJS.ProcessEnv = process.env): Promise<WorkflowSource> {
-  const codePath = envSchema.parse(env).EPISODES_WORKFLOW_BUNDLE;
+  // A bundle file, or `off` to always bundle from sources (the bench's "before").
+  const codePath = readSetting('EPISODES_WORKFLOW_BUNDLE', env) ?? DEFAULT_BUNDLE_PATH;
   const sources = (reason: string): WorkflowSource => ({ kind: 'sources', workflowsPath: WORKFLOWS_PATH, reason });
   if (codePath === 'off') return sources('EPISODES_WORKFLOW_BUNDLE=off');
   let code: Buffer;

@@ -5,10 +5,10 @@ import { PipelineError, ErrorType } from '../domain/errors';
 import { loadReviewPublicUrl } from '../review-notice-config';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
 import { startReviewDesk } from '../review/server';
+import { readSettings } from '../settings/read';
+import { defaultText } from '../settings/reference';
 import type { CliContext } from './context';
 import { untilSignal } from './vendor-commands';
-
-export const DEFAULT_REVIEW_LISTEN = '127.0.0.1:8240';
 
 const listenSchema = z
   .string()
@@ -18,11 +18,6 @@ const listenSchema = z
     return { host: s.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(s.slice(at + 1)) };
   })
   .refine((l) => l.port <= 65_535, 'the port must be 0-65535');
-
-const deskEnvSchema = z.object({
-  EPISODES_REVIEW_LISTEN: z.string().optional(),
-  EPISODES_REVIEW_TRUST_PROXY: z.string().optional(),
-});
 
 /** `HOST:PORT` (`[::1]:8240` for IPv6) as the desk listens on it. */
 export function parseListenAddress(raw: string, flag = '--listen'): { host: string; port: number } {
@@ -36,14 +31,13 @@ export function registerReviewCommands(program: Command, ctx: CliContext): void 
   review
     .command('serve')
     .description('serve the review desk (same store and Temporal connection as the CLI) until SIGINT/SIGTERM')
-    .option('--listen <host:port>', `address (env EPISODES_REVIEW_LISTEN, default ${DEFAULT_REVIEW_LISTEN})`)
+    .option(
+      '--listen <host:port>',
+      `address (env EPISODES_REVIEW_LISTEN, default ${defaultText('EPISODES_REVIEW_LISTEN')})`,
+    )
     .action(async (opts: { listen?: string }) => {
-      const env = deskEnvSchema.parse(process.env);
-      const listen = parse(
-        '--listen',
-        listenSchema,
-        opts.listen ?? env.EPISODES_REVIEW_LISTEN ?? DEFAULT_REVIEW_LISTEN,
-      );
+      const settings = readSettings(['EPISODES_REVIEW_LISTEN', 'EPISODES_REVIEW_TRUST_PROXY']);
+      const listen = parse('--listen', listenSchema, opts.listen ?? settings.EPISODES_REVIEW_LISTEN);
       const desk = await startReviewDesk({
         ...listen,
         store: ctx.getStore(),
@@ -52,7 +46,7 @@ export function registerReviewCommands(program: Command, ctx: CliContext): void 
         budgetCents: ctx.config.budgetCents,
         timeZone: ctx.config.timezone,
         publicUrl: loadReviewPublicUrl(),
-        trustProxy: env.EPISODES_REVIEW_TRUST_PROXY,
+        trustProxy: settings.EPISODES_REVIEW_TRUST_PROXY,
       });
       console.log(`review desk on ${desk.url} (reviewers: ${reviewers().file})`);
       await untilSignal();

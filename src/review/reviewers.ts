@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { approverProblem } from '../domain/decision';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { ensureDirDurable, readJsonFile, writeJsonDurable } from '../files/durable-fs';
+import { readSetting } from '../settings/read';
 
 const reviewerSchema = z.strictObject({
   name: z.string(),
@@ -23,8 +24,7 @@ type ReviewersFile = z.infer<typeof reviewersFileSchema>;
 export const TOKEN_PATTERN = /^rvw_[A-Za-z0-9_-]{43}$/;
 
 export function reviewersFile(dataDir: string, env: NodeJS.ProcessEnv = process.env): string {
-  const configured = env.EPISODES_REVIEWERS_FILE;
-  return configured !== undefined && configured !== '' ? configured : path.join(dataDir, 'review', 'reviewers.json');
+  return readSetting('EPISODES_REVIEWERS_FILE', env) ?? path.join(dataDir, 'review', 'reviewers.json');
 }
 
 export class ReviewerStore {

@@ -1,11 +1,11 @@
 /**
- * Every store setting from the environment (which store, where its files live, the lock settings), parsed with zod when
- * a store is opened: never read at import time, never read ad hoc elsewhere. Nothing here can turn a protection off.
+ * Every store setting from the environment (which store, where its files live, the lock settings), read by the
+ * settings table's rules when a store is opened: never at import time, never ad hoc elsewhere. Nothing here can turn a
+ * protection off.
  */
 import * as path from 'node:path';
-import { z } from 'zod';
-import { PipelineError, ErrorType } from '../domain/errors';
-import { firstIssue } from '../domain/zod-issue';
+import { readSettings } from '../settings/read';
+import { settingDefault } from '../settings/table';
 
 export interface LockOptions {
   /** Give up (retryably) after this long. */
@@ -16,12 +16,10 @@ export interface LockOptions {
   holderProvenDead?: (entry: string) => boolean;
 }
 
-export const DEFAULT_LOCK_OPTIONS: Readonly<LockOptions> = { timeoutMs: 30_000, staleMs: 10_000 };
-
-const lockEnvSchema = z.object({
-  EPISODES_LOCK_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_LOCK_OPTIONS.timeoutMs),
-  EPISODES_LOCK_STALE_MS: z.coerce.number().int().positive().default(DEFAULT_LOCK_OPTIONS.staleMs),
-});
+export const DEFAULT_LOCK_OPTIONS: Readonly<LockOptions> = {
+  timeoutMs: settingDefault('EPISODES_LOCK_TIMEOUT_MS'),
+  staleMs: settingDefault('EPISODES_LOCK_STALE_MS'),
+};
 
 export interface StoreEnvironment {
   /** EPISODES_STORE_URL: a PostgreSQL URL selects the shared store. */
@@ -32,37 +30,18 @@ export interface StoreEnvironment {
   mediaDir: string;
 }
 
-const storeEnvSchema = z.object({
-  EPISODES_STORE_URL: z.string().optional(),
-  EPISODES_DATA_DIR: z.string().optional(),
-  EPISODES_MEDIA_DIR: z.string().optional(),
-});
-
 /** Which store and where, as the environment says; a malformed value is `InvalidInput` naming the variable. */
 export function storeEnvironment(env: NodeJS.ProcessEnv = process.env): StoreEnvironment {
-  const e = parseEnv(storeEnvSchema, env, 'store settings');
+  const s = readSettings(['EPISODES_STORE_URL', 'EPISODES_DATA_DIR', 'EPISODES_MEDIA_DIR'], env);
   return {
-    storeUrl: e.EPISODES_STORE_URL || undefined,
-    // An empty variable means unset, as `VAR= cmd` is usually meant.
-    dataDir: path.resolve(e.EPISODES_DATA_DIR || './data'),
-    mediaDir: path.resolve(e.EPISODES_MEDIA_DIR || './data/media'),
+    storeUrl: s.EPISODES_STORE_URL,
+    dataDir: path.resolve(s.EPISODES_DATA_DIR),
+    mediaDir: path.resolve(s.EPISODES_MEDIA_DIR),
   };
-}
-
-function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv, what: string): z.output<S> {
-  const parsed = schema.safeParse(env);
-  if (!parsed.success) {
-    const { at, message } = firstIssue(parsed.error, what);
-    throw new PipelineError(ErrorType.InvalidInput, `${at}: ${message}`);
-  }
-  return parsed.data;
 }
 
 /** The lock options the environment asks for; a malformed value is `InvalidInput` naming the variable. */
 export function lockOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LockOptions {
-  const e = parseEnv(lockEnvSchema, env, 'lock settings');
-  return {
-    timeoutMs: e.EPISODES_LOCK_TIMEOUT_MS,
-    staleMs: e.EPISODES_LOCK_STALE_MS,
-  };
+  const s = readSettings(['EPISODES_LOCK_TIMEOUT_MS', 'EPISODES_LOCK_STALE_MS'], env);
+  return { timeoutMs: s.EPISODES_LOCK_TIMEOUT_MS, staleMs: s.EPISODES_LOCK_STALE_MS };
 }

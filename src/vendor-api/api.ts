@@ -5,10 +5,6 @@
 import { z } from 'zod';
 import { PAID_STEPS, paidStepSchema } from '../domain/paid-step';
 
-/** The simulator's usual port; `VENDOR_BASE_URL` defaults to it. */
-export const DEFAULT_VENDOR_PORT = 8790;
-export const DEFAULT_VENDOR_BASE_URL = `http://127.0.0.1:${DEFAULT_VENDOR_PORT}`;
-
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
 export const ARTIFACT_SHA256_HEADER = 'x-artifact-sha256';

@@ -286,9 +286,9 @@ describe('the store forgets its last writes: failover to an asynchronous replica
       };
       const operatorEnv = {
         ...targetEnv(target),
-        VENDOR_BASE_URL: vendor.url,
-        VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-        VENDOR_API_KEY_FILE: '',
+        EPISODES_VENDOR_BASE_URL: vendor.url,
+        EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+        EPISODES_VENDOR_API_KEY_FILE: '',
         TEMPORAL_ADDRESS: env.address,
         EPISODES_TASK_QUEUE: taskQueue,
       };

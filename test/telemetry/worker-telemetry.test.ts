@@ -55,9 +55,9 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
     };
     const worker = spawnNode('src/worker.js', [], {
       ...common,
-      VENDOR_BASE_URL: vendor.url,
-      VENDOR_API_KEY: '',
-      VENDOR_API_KEY_FILE: keyFile,
+      EPISODES_VENDOR_BASE_URL: vendor.url,
+      EPISODES_VENDOR_API_KEY: '',
+      EPISODES_VENDOR_API_KEY_FILE: keyFile,
       EPISODES_METRICS_ADDRESS: address,
       EPISODES_LOG_FORMAT: 'json',
       EPISODES_LOG_LEVEL: 'DEBUG',
@@ -69,7 +69,12 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
     let samples;
     let state: EpisodeState | undefined;
     try {
-      const cliEnv = { ...common, VENDOR_API_KEY: '', VENDOR_API_KEY_FILE: '', EPISODES_FAILPOINTS: '' };
+      const cliEnv = {
+        ...common,
+        EPISODES_VENDOR_API_KEY: '',
+        EPISODES_VENDOR_API_KEY_FILE: '',
+        EPISODES_FAILPOINTS: '',
+      };
       const run = await runCli(['run', '--key', 'telemetry-run', '--week', W32, '--json'], cliEnv);
       assert.equal(run.code, 0, run.stderr);
       const id = parseEpisodeId((JSON.parse(run.stdout) as { episodeId: string }).episodeId).episodeId;

@@ -197,7 +197,7 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
       EPISODES_DATA_DIR: dir,
       EPISODES_STORE_URL: '',
       EPISODES_FAILPOINTS: 'allocation.before-return=kill',
-      VENDOR_BASE_URL: vendor.url,
+      EPISODES_VENDOR_BASE_URL: vendor.url,
     });
     const exited = new Promise<NodeJS.Signals | null>((resolve) =>
       child.on('exit', (_code, signal) => resolve(signal)),
