@@ -20,9 +20,8 @@ const LAYERS = [
   // The settings table and its reader: every unit above reads its environment through them.
   [{ name: 'settings', paths: ['src/settings'] }],
   [
-    { name: 'failpoints', paths: ['src/failpoints.ts'] },
+    { name: 'failpoints', paths: ['src/failpoints'] },
     { name: 'vendor-api', paths: ['src/vendor-api'] },
-    { name: 'temporal-namespace', paths: ['src/temporal-namespace.ts'] },
   ],
   [{ name: 'files', paths: ['src/files'] }],
   [
@@ -43,14 +42,16 @@ const LAYERS = [
     // Activities only as types (checked below): their code never enters the workflow bundle.
     { name: 'workflows', paths: ['src/workflows'], only: ['domain', 'activities'] },
   ],
-  [{ name: 'config', paths: ['src/config.ts'] }],
+  // src/process/: the wiring of the processes (configuration, connection, telemetry, the worker's options).
+  [{ name: 'config', paths: ['src/process/config.ts'] }],
   [
     // Process config the worker and the review desk both read (webhook and public URL of the desk).
-    { name: 'review-notice-config', paths: ['src/review-notice-config.ts'] },
-    { name: 'telemetry', paths: ['src/telemetry.ts'] },
-    { name: 'temporal-connection', paths: ['src/temporal-connection.ts'] },
-    { name: 'worker-cache', paths: ['src/worker-cache.ts'] },
-    { name: 'workflow-bundle', paths: ['src/workflow-bundle.ts'] },
+    { name: 'review-notice-config', paths: ['src/process/review-notice-config.ts'] },
+    { name: 'telemetry', paths: ['src/process/telemetry.ts'] },
+    { name: 'temporal-connection', paths: ['src/process/temporal-connection.ts'] },
+    { name: 'temporal-namespace', paths: ['src/process/temporal-namespace.ts'] },
+    { name: 'worker-cache', paths: ['src/process/worker-cache.ts'] },
+    { name: 'workflow-bundle', paths: ['src/process/workflow-bundle.ts'] },
   ],
   [{ name: 'worker', paths: ['src/worker.ts'] }],
   // The two front doors: the `episodes` CLI and the review desk (web). Each may use the other's modules.

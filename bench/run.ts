@@ -34,7 +34,7 @@ import {
 } from './results';
 import { benchTemporal } from './temporal';
 import { benchWorkerProcess } from './worker-process';
-import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../src/worker-cache';
+import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../src/process/worker-cache';
 import { startTemporalContext, type TemporalContext } from './temporal-context';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');

@@ -13,7 +13,7 @@ import { Client, ScheduleAlreadyRunning, WorkflowFailedError, type WorkflowHandl
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
-import { type DemoSettings, loadConfig, loadDemoSettings, loadSimulatorSettings } from './config';
+import { type DemoSettings, loadConfig, loadDemoSettings, loadSimulatorSettings } from './process/config';
 import { parseEpisodeId } from './domain/episode-id';
 import { formatMoney } from './domain/money';
 import { SCHEDULE_ID, decisionUpdateId } from './domain/names';
@@ -23,9 +23,9 @@ import { startVendorSimulator } from './vendor-sim/simulator';
 import { parseListenAddress } from './cli/review-commands';
 import { ReviewerStore, reviewersFile } from './review/reviewers';
 import { startReviewDesk } from './review/server';
-import { connectClient } from './temporal-connection';
+import { connectClient } from './process/temporal-connection';
 import { createWorker } from './worker';
-import { loadReviewNoticeSettings } from './review-notice-config';
+import { loadReviewNoticeSettings } from './process/review-notice-config';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';
 import { approveUpdate, statusQuery } from './workflows/messages';
 

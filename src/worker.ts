@@ -1,23 +1,23 @@
 /**
  * The worker: builds the real dependencies and runs workflows and activities on the task queue.
- * Connects with the TEMPORAL_* profile (src/temporal-connection.ts) and refuses to start on a namespace without the
+ * Connects with the TEMPORAL_* profile (src/process/temporal-connection.ts) and refuses to start on a namespace without the
  * search attributes the workflows set; SIGINT or SIGTERM drain in-flight tasks, then exit.
  */
 import { Runtime, Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { describeWebhook, type ReviewNoticeSettings } from './activities/review-notice';
-import { loadConfig, type PipelineConfig } from './config';
+import { loadConfig, type PipelineConfig } from './process/config';
 import { PipelineError } from './domain/errors';
 import { envCredentialsLoader } from './vendor-api/credentials';
 import { vendorEndpointFromEnv } from './vendor-api/endpoint';
 import type { EpisodeStore } from './store/episode-store';
 import { openStore, prepareStore, storeApplicationName } from './store/open-store';
-import { connectNativeConnection, describeSettings, redactSecrets } from './temporal-connection';
-import { requireNamespaceReady } from './temporal-namespace';
-import { loadReviewNoticeSettings } from './review-notice-config';
-import { installTelemetry, loadTelemetryConfig } from './telemetry';
-import { workerCacheOptions } from './worker-cache';
-import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
+import { connectNativeConnection, describeSettings, redactSecrets } from './process/temporal-connection';
+import { requireNamespaceReady } from './process/temporal-namespace';
+import { loadReviewNoticeSettings } from './process/review-notice-config';
+import { installTelemetry, loadTelemetryConfig } from './process/telemetry';
+import { workerCacheOptions } from './process/worker-cache';
+import { resolveWorkflowSource, workflowSourceOptions } from './process/workflow-bundle';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
 export function openWorkerStore(): EpisodeStore {

@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
 import { isPipelineError, PipelineError, ErrorType } from '../domain/errors';
 import { SCHEDULE_ID } from '../domain/names';
-import { describeSettings } from '../temporal-connection';
+import { describeSettings } from '../process/temporal-connection';
 import {
   describeSearchAttributes,
   registerSearchAttributes,
   requireNamespace,
   SETUP_COMMAND,
   wrongTypeLine,
-} from '../temporal-namespace';
+} from '../process/temporal-namespace';
 import { printJson, type CliContext } from './context';
 import { ensureWeeklySchedule } from './schedule-commands';
 

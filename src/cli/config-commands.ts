@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { resolveSetting, setDeprecationSink, type SettingSource } from '../settings/read';
 import { settingsHelp, settingsMarkdown, shownValue } from '../settings/reference';
 import { isSecretTemporalVariable, SETTING_NAMES, type SettingName } from '../settings/table';
-import { tlsEnabled } from '../temporal-connection';
+import { tlsEnabled } from '../process/temporal-connection';
 import { printJson, type CliContext } from './context';
 
 export interface ShownSetting {

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { PipelineError, ErrorType } from '../domain/errors';
-import { loadReviewPublicUrl } from '../review-notice-config';
+import { loadReviewPublicUrl } from '../process/review-notice-config';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
 import { startReviewDesk } from '../review/server';
 import { readSettings } from '../settings/read';

@@ -4,7 +4,7 @@ import { PipelineError, ErrorType } from '../domain/errors';
 import { DEFAULT_VENDOR_PORT } from '../settings/table';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { startVendorSimulator } from '../vendor-sim/simulator';
-import { loadSimulatorSettings } from '../config';
+import { loadSimulatorSettings } from '../process/config';
 import type { CliContext } from './context';
 
 interface VendorSimOptions {

@@ -219,7 +219,7 @@ export const SETTINGS = {
   // ---- tests ----
   EPISODES_FAILPOINTS: {
     group: 'tests',
-    meaning: 'fault tests only: where a process dies, throws or stalls (src/failpoints.ts); unset: none',
+    meaning: 'fault tests only: where a process dies, throws or stalls (src/failpoints/); unset: none',
     schema: z.string().optional(),
   },
 } as const satisfies Record<`EPISODES_${string}`, SettingRow>;

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { loadConfig, loadDemoSettings } from '../../src/config';
-import { describeSettings, explainFailure, redactSecrets, tlsEnabled } from '../../src/temporal-connection';
+import { loadConfig, loadDemoSettings } from '../../src/process/config';
+import { describeSettings, explainFailure, redactSecrets, tlsEnabled } from '../../src/process/temporal-connection';
 
 describe('Temporal connection configuration', () => {
   let dir: string;

@@ -2,7 +2,7 @@
  * Test-only entry point: the worker (src/worker.ts, same settings) on a store with one protection taken away, the
  * proof that a test of that protection can fail. Usage: node unsafe-worker.js <variant> (see unsafe-stores.ts).
  */
-import { loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/process/config';
 import { storeApplicationName } from '../../src/store/open-store';
 import { runWorker } from '../../src/worker';
 import { openUnsafeStore, unsafeVariantSchema } from './unsafe-stores';

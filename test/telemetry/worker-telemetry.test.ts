@@ -15,7 +15,7 @@ import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState, LedgerEntry } from '../../src/domain/episode-state';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { startVendorSimulator, type VendorSimulator } from '../../src/vendor-sim/simulator';
-import { resolveWorkflowSource } from '../../src/workflow-bundle';
+import { resolveWorkflowSource } from '../../src/process/workflow-bundle';
 import { collect, runCli, spawnNode } from '../helpers/processes';
 import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal';
 import { closedPort } from '../helpers/vendor';

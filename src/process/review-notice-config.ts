@@ -5,10 +5,10 @@
  * The timeout is of one POST (default 10 s, at most 30 s). The review desk reads the public URL by the same rule.
  */
 import { z } from 'zod';
-import { PipelineError, ErrorType } from './domain/errors';
-import { firstIssue } from './domain/zod-issue';
-import type { ReviewNoticeSettings } from './activities/review-notice';
-import { readSettings } from './settings/read';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { firstIssue } from '../domain/zod-issue';
+import type { ReviewNoticeSettings } from '../activities/review-notice';
+import { readSettings } from '../settings/read';
 
 const MAX_URL_LENGTH = 2_048;
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);

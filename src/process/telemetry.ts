@@ -5,8 +5,8 @@
  */
 import { formatWithOptions } from 'node:util';
 import { DefaultLogger, Runtime, type LogEntry, type LogLevel, type Logger } from '@temporalio/worker';
-import { episodeIdOfWorkflowId } from './domain/names';
-import { readSettings } from './settings/read';
+import { episodeIdOfWorkflowId } from '../domain/names';
+import { readSettings } from '../settings/read';
 
 export type LogFormat = 'text' | 'json';
 

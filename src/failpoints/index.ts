@@ -8,8 +8,8 @@
  * `allocation.index-written=kill@3`. `fs.write` sits half-way through every durable file write (`fs.write=enospc@2`
  * fails the second write of the process with its temp file half written).
  */
-import { PipelineError, ErrorType } from './domain/errors';
-import { readSetting } from './settings/read';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { readSetting } from '../settings/read';
 
 /** Every failpoint there is. A name outside this list is refused when EPISODES_FAILPOINTS is parsed, not ignored. */
 export const FAILPOINT_NAMES = [

@@ -1,13 +1,13 @@
 /** Process configuration from the environment, read once at the edge by the settings table's rules. */
 import { loadClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { z } from 'zod';
-import { parseTimeZone } from './domain/week-id';
-import { readSettings } from './settings/read';
+import { parseTimeZone } from '../domain/week-id';
+import { readSettings } from '../settings/read';
 
 /**
  * Where and how to reach Temporal: the `temporal` CLI's own profile rules (@temporalio/envconfig): the TOML profile
  * (TEMPORAL_CONFIG_FILE, else ~/.config/temporalio/temporal.toml; TEMPORAL_PROFILE, else `default`), then the
- * TEMPORAL_* variables on top. Certificate files are read when connecting (src/temporal-connection.ts), not here.
+ * TEMPORAL_* variables on top. Certificate files are read when connecting (temporal-connection.ts), not here.
  */
 export interface TemporalSettings {
   address: string;

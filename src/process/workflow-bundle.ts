@@ -1,5 +1,5 @@
 /**
- * The pre-built workflow bundle. `npm run build` runs `node dist/src/workflow-bundle.js build`, which bundles the
+ * The pre-built workflow bundle. `npm run build` runs `node dist/src/process/workflow-bundle.js`, which bundles the
  * compiled workflows once (webpack) into dist/workflow-bundle.js plus a manifest; the worker then loads that file
  * instead of running webpack at every start. The bundle's sha256 is its build id.
  *
@@ -11,11 +11,11 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { bundleWorkflowCode, type Logger, type WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
-import { readSetting } from './settings/read';
+import { readSetting } from '../settings/read';
 
-const DIST = path.resolve(__dirname, '..');
+const DIST = path.resolve(__dirname, '..', '..');
 export const DEFAULT_BUNDLE_PATH = path.join(DIST, 'workflow-bundle.js');
-const WORKFLOWS_PATH = require.resolve('./workflows');
+const WORKFLOWS_PATH = require.resolve('../workflows');
 
 const manifestSchema = z.object({
   schema: z.literal('workflow-bundle/v1'),

@@ -5,8 +5,8 @@
  * is replayed from its history when its next task arrives (bench: production/parked).
  */
 import type { WorkerOptions } from '@temporalio/worker';
-import { readSetting } from './settings/read';
-import { settingDefault } from './settings/table';
+import { readSetting } from '../settings/read';
+import { settingDefault } from '../settings/table';
 
 export const DEFAULT_MAX_CACHED_WORKFLOWS = settingDefault('EPISODES_MAX_CACHED_WORKFLOWS');
 /** The SDK's own default of concurrent workflow tasks; it may not exceed the cache size. */
