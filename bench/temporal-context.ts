@@ -63,10 +63,10 @@ export async function startTemporalContext(): Promise<TemporalContext> {
       EPISODES_DATA_DIR: dataDir,
       EPISODES_STORE_URL: '',
       EPISODES_FAILPOINTS: '',
-      VENDOR_BASE_URL: vendor.url,
-      VENDOR_API_KEY: BENCH_API_KEY,
-      VENDOR_API_KEY_FILE: '',
-      EPISODE_BUDGET_CENTS: '1000000',
+      EPISODES_VENDOR_BASE_URL: vendor.url,
+      EPISODES_VENDOR_API_KEY: BENCH_API_KEY,
+      EPISODES_VENDOR_API_KEY_FILE: '',
+      EPISODES_BUDGET_CENTS: '1000000',
     }),
     close: async () => {
       await vendor.close();

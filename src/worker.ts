@@ -1,7 +1,7 @@
 /**
  * The worker: builds the real dependencies and runs workflows and activities on the task queue.
- * Connects with the TEMPORAL_* profile (src/temporal-connection.ts) and refuses to start on a namespace without the
- * search attributes the workflows set; runs as one version of a Worker Deployment (src/worker-deployment.ts,
+ * Connects with the TEMPORAL_* profile (src/process/temporal-connection.ts) and refuses to start on a namespace without
+ * the search attributes the workflows set; runs as one version of a Worker Deployment (src/process/worker-deployment.ts,
  * docs/deploy.md); SIGINT or SIGTERM drain in-flight tasks, then exit.
  */
 import type { WorkerDeploymentVersion } from '@temporalio/common';
@@ -10,29 +10,34 @@ import { Runtime, type Worker, type Logger, type NativeConnection, type WorkerOp
 import { createActivities, type ActivityDeps } from './activities';
 import { temporalAllocationRecords } from './activities/allocation-records';
 import { describeWebhook, type ReviewNoticeSettings } from './activities/review-notice';
-import { loadConfig, type PipelineConfig } from './config';
+import { loadConfig, type PipelineConfig } from './process/config';
 import { PipelineError } from './domain/errors';
 import { envCredentialsLoader } from './vendor-api/credentials';
 import { vendorEndpointFromEnv } from './vendor-api/endpoint';
+import type { EpisodeStore } from './store/episode-store';
 import { openStore, prepareStore, storeApplicationName } from './store/open-store';
-import { connectNativeConnection, describeSettings, redactSecrets } from './temporal-connection';
-import { requireNamespaceReady } from './temporal-namespace';
-import { loadReviewNoticeSettings } from './review-notice-config';
-import { installTelemetry, loadTelemetryConfig } from './telemetry';
-import { workerCacheOptions } from './worker-cache';
-import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
+import { connectNativeConnection, describeSettings, redactSecrets } from './process/temporal-connection';
+import { requireNamespaceReady } from './process/temporal-namespace';
+import { loadReviewNoticeSettings } from './process/review-notice-config';
+import { installTelemetry, loadTelemetryConfig } from './process/telemetry';
+import { workerCacheOptions } from './process/worker-cache';
+import { resolveWorkflowSource, workflowSourceOptions } from './process/workflow-bundle';
 import {
   createVersionedWorker,
   deploymentVersion,
   describeDeployment,
   describeRouting,
   loadDeploymentSettings,
-} from './worker-deployment';
+} from './process/worker-deployment';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
-export function buildDeps(config: PipelineConfig = loadConfig(), logger?: Logger): ActivityDeps {
+export function openWorkerStore(): EpisodeStore {
+  return openStore({ applicationName: storeApplicationName('worker') });
+}
+
+export function buildDeps(config: PipelineConfig, store: EpisodeStore, logger?: Logger): ActivityDeps {
   return {
-    store: openStore({ applicationName: storeApplicationName('worker') }),
+    store,
     // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
     credentials: envCredentialsLoader(process.env, logger ? { warn: (message) => void logger.warn(message) } : {}),
     vendor: vendorEndpointFromEnv(),
@@ -104,10 +109,11 @@ async function routingOf(connection: NativeConnection, namespace: string, versio
   }
 }
 
-async function main(config: PipelineConfig): Promise<void> {
+/** Runs the worker until a shutdown signal. Only tests open another store (test/helpers/unsafe-worker.ts). */
+export async function runWorker(config: PipelineConfig, openWorkerStoreFn = openWorkerStore): Promise<void> {
   // First: the Runtime (logger, metrics) must exist before any connection.
   const logger = installTelemetry(loadTelemetryConfig());
-  const deps = buildDeps(config, logger);
+  const deps = buildDeps(config, openWorkerStoreFn(), logger);
   // Schema migrations and connectivity now, before polling: a store that is down is waited for (one line per attempt),
   // a misconfigured one fails the start, never the first activity.
   await prepareStore(deps.store, { onRetry: (line) => console.error(`worker: waiting for the store: ${line}`) });
@@ -130,7 +136,7 @@ async function main(config: PipelineConfig): Promise<void> {
 if (require.main === module) {
   let config: PipelineConfig | undefined;
   Promise.resolve()
-    .then(() => main((config = loadConfig())))
+    .then(() => runWorker((config = loadConfig())))
     .then(
       () => process.exit(0),
       (e: unknown) => {

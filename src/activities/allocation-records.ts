@@ -9,7 +9,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { parseAllocationKey, type AllocationKey } from '../domain/allocation-key';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { productionWorkflowId } from '../domain/names';
-import { EpisodeIdSearchAttribute } from '../shared';
+import { EpisodeIdSearchAttribute } from '../domain/names';
 import type { AllocationClaim } from '../store/episode-store';
 
 export interface AllocationRecords {

@@ -1,11 +1,10 @@
 import { Context } from '@temporalio/activity';
 import { parseAllocationKey } from '../domain/allocation-key';
 import type { AllocatedBy } from '../domain/episode-state';
-import { isPipelineError, PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType, isPipelineError } from '../domain/errors';
 import { parseEpisodeId } from '../domain/episode-id';
 import { parseWeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import type { EpisodeStore } from '../store/episode-store';
 import type { AllocationRecords } from './allocation-records';
 import { withFailureMapping } from './failures';

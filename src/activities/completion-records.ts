@@ -9,7 +9,7 @@ import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { historyEntrySchema, type HistoryEntry } from '../domain/episode-state';
 import { PipelineError } from '../domain/errors';
 import { episodeIdOfWorkflowId, productionWorkflowId } from '../domain/names';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import type { CompleteInput } from './episode-lifecycle';
 
 export interface RecordedCompletion {

@@ -4,9 +4,8 @@
  */
 import { parseEpisodeId } from '../domain/episode-id';
 import type { Approval, EpisodeState, HistoryEntry, MediaFile } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import { ledgerProblems, settleBeforeCompletion } from './completion-check';
 import { withFailureMapping } from './failures';
 import type { PaidStepDeps } from './paid-step-record';

@@ -4,9 +4,8 @@
  */
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { EpisodeState, MediaFile, PaidStep, StepRecord } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { idempotencyKey, stepKey } from '../domain/names';
-import { ErrorType } from '../shared';
 import type { EpisodeStore } from '../store/episode-store';
 import type { VendorJob } from '../vendor-api/api';
 import { createVendorClient, type VendorClient } from '../vendor-api/client';

@@ -7,9 +7,8 @@
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type { EpisodeState, LedgerEntry, MediaFile, PaidStep, StepRecord } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import { assertInside, ensureDirDurable, writeFileDurable } from '../files/durable-fs';
 import type { EpisodeStore } from '../store/episode-store';
 import type { VendorJob } from '../vendor-api/api';

@@ -18,10 +18,6 @@ import { submitPaidStep } from './paid-step-submit';
 import { withReassertion } from './reassertion';
 
 export type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-record';
-export { committedCents } from './paid-step-submit';
-
-/** 200 USD: a first cut (video 42 + cover 3 + assembly 8) plus several reworks at 15 each. */
-export const DEFAULT_EPISODE_BUDGET_CENTS = 20_000;
 
 /** The activities the workflows call, by these names and signatures (recorded histories replay against them). */
 export function createPaidStepActivities(deps: PaidStepDeps) {

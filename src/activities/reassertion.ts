@@ -16,7 +16,7 @@ import { idTakenMeanwhile } from '../domain/allocation';
 import { isPipelineError } from '../domain/errors';
 import { episodeIdOfWorkflowId } from '../domain/names';
 import type { WeekId } from '../domain/week-id';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import type { AllocationResult, EpisodeStore } from '../store/episode-store';
 import type { AllocationRecords } from './allocation-records';
 

@@ -12,7 +12,7 @@ import type { EpisodeState, HistoryEntry, LedgerEntry } from '../domain/episode-
 import { isPipelineError, PipelineError } from '../domain/errors';
 import { idempotencyKey, stepKey } from '../domain/names';
 import { paidStepSchema } from '../domain/paid-step';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import { ledgerProblems } from './completion-check';
 import type { RecordedCompletion, RecordedProduction } from './completion-records';
 import { bareRecord, vendorClient, type PaidStepDeps, type StepRef } from './paid-step-record';

@@ -1,16 +1,15 @@
 import type { Command } from 'commander';
-import { isPipelineError, PipelineError } from '../domain/errors';
+import { isPipelineError, PipelineError, ErrorType } from '../domain/errors';
 import { SCHEDULE_ID } from '../domain/names';
-import { ErrorType } from '../shared';
-import { describeSettings } from '../temporal-connection';
+import { describeSettings } from '../process/temporal-connection';
 import {
   describeSearchAttributes,
   registerSearchAttributes,
   requireNamespace,
   SETUP_COMMAND,
   wrongTypeLine,
-} from '../temporal-namespace';
-import { describeDeployment, loadDeploymentSettings, pollersByBuild } from '../worker-deployment';
+} from '../process/temporal-namespace';
+import { describeDeployment, loadDeploymentSettings, pollersByBuild } from '../process/worker-deployment';
 import { printJson, type CliContext } from './context';
 import { ensureWeeklySchedule } from './schedule-commands';
 

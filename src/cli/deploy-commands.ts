@@ -5,8 +5,8 @@
 import type { ConnectionLike } from '@temporalio/client';
 import type { Command } from 'commander';
 import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
-import { resolveWorkflowSource } from '../workflow-bundle';
+import { ErrorType } from '../domain/errors';
+import { resolveWorkflowSource } from '../process/workflow-bundle';
 import {
   buildIdOfBundle,
   countPinnedRuns,
@@ -17,7 +17,7 @@ import {
   setRampingVersion,
   type DeploymentFacts,
   type VersionStatus,
-} from '../worker-deployment';
+} from '../process/worker-deployment';
 import { printJson, type CliContext } from './context';
 
 export interface VersionReport {

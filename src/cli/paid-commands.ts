@@ -9,20 +9,13 @@ import type { Command } from 'commander';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { EpisodeState } from '../domain/episode-state';
 import type { PaidStep } from '../domain/paid-step';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { createVendorClient } from '../vendor-api/client';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import { episodeProductionWorkflow, episodeReassemblyWorkflow } from '../workflows';
-import {
-  approveUpdate,
-  reconciledSignal,
-  requestReworkUpdate,
-  statusQuery,
-  type ProductionStatus,
-} from '../workflows/messages';
-import { decide } from '../review/decision-updates';
+import { reconciledSignal, statusQuery, type ProductionStatus } from '../workflows/messages';
+import { sendDecision } from '../review/decision-updates';
 import { episodeRunTags } from '../workflows/episode-tags';
 import { CHANNEL_LABELS, approverProblem, notesProblem } from '../domain/decision';
 import { formatMoney } from '../domain/money';
@@ -81,10 +74,7 @@ function registerApprove(program: Command, ctx: CliContext): void {
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
       const pinned = parseRound(opts.round);
       const { id } = await existing(ctx, raw);
-      const ask = { kind: 'approve', by, pinned, door: 'cli' } as const;
-      const d = await decide(await ctx.getClient(), id, ask, (h, round, updateId) =>
-        h.executeUpdate(approveUpdate, { args: [{ by, round }], updateId }),
-      );
+      const d = await sendDecision(await ctx.getClient(), id, { kind: 'approve', by }, { pinned, door: 'cli' });
       console.log(`${id}: round ${d.round} approved by ${d.by} (${productionWorkflowId(id)})`);
     });
 }
@@ -102,10 +92,7 @@ function registerRework(program: Command, ctx: CliContext): void {
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
       const pinned = parseRound(opts.round);
       const { id } = await existing(ctx, raw);
-      const ask = { kind: 'rework', by, pinned, door: 'cli' } as const;
-      const d = await decide(await ctx.getClient(), id, ask, (h, round, updateId) =>
-        h.executeUpdate(requestReworkUpdate, { args: [{ notes, by, round }], updateId }),
-      );
+      const d = await sendDecision(await ctx.getClient(), id, { kind: 'rework', by, notes }, { pinned, door: 'cli' });
       console.log(`${id}: rework of round ${d.round} requested by ${d.by} (${productionWorkflowId(id)})`);
     });
 }

@@ -3,7 +3,7 @@ import { temporalAllocationRecords } from '../activities/allocation-records';
 import { recordedProductions } from '../activities/completion-records';
 import { repairProduction, type RepairAction } from '../activities/repair';
 import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import { printJson, type CliContext } from './context';

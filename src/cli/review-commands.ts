@@ -4,21 +4,20 @@
  */
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { openReviewSessions } from '../store/open-store';
 import { AuditLog } from '../review/audit-log';
 import { listenProblem, loadDeskSettings } from '../review/desk-settings';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
 import { vendorPriceSource } from '../review/prices';
 import { startReviewDesk } from '../review/server';
+import { readSetting } from '../settings/read';
+import { defaultText } from '../settings/reference';
 import { sessionHandle } from '../review/sessions';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import type { CliContext } from './context';
 import { untilSignal } from './vendor-commands';
-
-export const DEFAULT_REVIEW_LISTEN = '127.0.0.1:8240';
 
 const listenSchema = z
   .string()
@@ -28,8 +27,6 @@ const listenSchema = z
     return { host: s.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(s.slice(at + 1)) };
   })
   .refine((l) => l.port <= 65_535, 'the port must be 0-65535');
-
-const deskEnvSchema = z.object({ EPISODES_REVIEW_LISTEN: z.string().optional() });
 
 /** `HOST:PORT` (`[::1]:8240` for IPv6) as the desk listens on it. */
 export function parseListenAddress(raw: string, flag = '--listen'): { host: string; port: number } {
@@ -48,15 +45,13 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
   review
     .command('serve')
     .description('serve the review desk (same store and Temporal connection as the CLI) until SIGINT/SIGTERM')
-    .option('--listen <host:port>', `address (env EPISODES_REVIEW_LISTEN, default ${DEFAULT_REVIEW_LISTEN})`)
+    .option(
+      '--listen <host:port>',
+      `address (env EPISODES_REVIEW_LISTEN, default ${defaultText('EPISODES_REVIEW_LISTEN')})`,
+    )
     .option('--insecure', 'allow plain HTTP on a non-loopback address (tokens and cookies then travel in clear)')
     .action(async (opts: { listen?: string; insecure?: boolean }) => {
-      const env = deskEnvSchema.parse(process.env);
-      const listen = parse(
-        '--listen',
-        listenSchema,
-        opts.listen ?? env.EPISODES_REVIEW_LISTEN ?? DEFAULT_REVIEW_LISTEN,
-      );
+      const listen = parse('--listen', listenSchema, opts.listen ?? readSetting('EPISODES_REVIEW_LISTEN'));
       const settings = loadDeskSettings();
       const problem = listenProblem(listen.host, settings.publicUrl, opts.insecure === true);
       if (problem !== undefined) throw new PipelineError(ErrorType.InvalidInput, problem);

@@ -1,7 +1,6 @@
 import type { AllocationKey } from './allocation-key';
 import { formatEpisodeId, MAX_SEQUENCE, type EpisodeId } from './episode-id';
-import { PipelineError } from './errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from './errors';
 import type { WeekId } from './week-id';
 
 /** What the allocation rule needs to know about one stored episode (live state or completed history). */

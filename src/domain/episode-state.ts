@@ -36,7 +36,7 @@ export const allocatedBySchema = z.discriminatedUnion('kind', [
 export type AllocatedBy = z.infer<typeof allocatedBySchema>;
 
 // Kept here too for the modules that read a step kind beside the records that hold it.
-export { PAID_STEPS, paidStepSchema, type PaidStep } from './paid-step';
+export { paidStepSchema, type PaidStep } from './paid-step';
 
 export const moneySchema = z.strictObject({ amount_cents: z.number().int().nonnegative(), currency: z.string() });
 export type Money = z.infer<typeof moneySchema>;

@@ -3,12 +3,19 @@
  * idempotency keys. Pure and importable from workflow code; workflows, activities, the CLI and tests all use it, so a
  * name is never spelled twice. Changing any of these changes what a running production looks up: treat as a format.
  */
+import { defineSearchAttributeKey } from '@temporalio/common';
 import type { PaidStep } from './paid-step';
 
 export const TASK_QUEUE = 'weekly-media';
 export const SCHEDULE_ID = 'weekly-media';
 /** Base of scheduled workflow IDs: a schedule names each run `<base>-<nominal time>`. */
 export const SCHEDULED_WORKFLOW_ID_BASE = 'weekly-media';
+
+/** Search attributes the workflows set (a namespace must define them: temporal-namespace.ts). */
+export const EpisodeIdSearchAttribute = defineSearchAttributeKey('EpisodeId', 'KEYWORD');
+export const WeekIdSearchAttribute = defineSearchAttributeKey('WeekId', 'KEYWORD');
+/** Built-in attribute a schedule sets on every run it starts (the nominal, not the actual, start time). */
+export const ScheduledStartTimeSearchAttribute = defineSearchAttributeKey('TemporalScheduledStartTime', 'DATETIME');
 
 /** `episode-<id>`: the production workflow of one episode. */
 export function productionWorkflowId(episodeId: string): string {

@@ -7,9 +7,8 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@
 import { ApplicationFailure } from '@temporalio/common';
 import type { DecisionKind } from '../domain/decision';
 import type { EpisodeId } from '../domain/episode-id';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { decisionUpdateId, deskDecisionUpdateId, productionWorkflowId } from '../domain/names';
-import { ErrorType } from '../shared';
 import {
   approveUpdate,
   requestReworkUpdate,
@@ -18,12 +17,10 @@ import {
   type ProductionStatus,
 } from '../workflows/messages';
 
-export type ProductionHandle = ReturnType<Client['workflow']['getHandle']>;
+export type Decision = { kind: 'approve'; by: string } | { kind: 'rework'; by: string; notes: string };
 
-/** What is asked: the decision, who asks, the round they pinned (if any) and which front door sends it. */
-export interface DecisionAsk {
-  kind: DecisionKind;
-  by: string;
+/** Who sends it: the round the operator pinned (if any) and which front door sends it. */
+export interface DecisionDoor {
   pinned: number | undefined;
   door: 'cli' | 'desk';
 }
@@ -36,18 +33,20 @@ export interface DecisionAsk {
  * decision (a retry), that decision's round. Only the pinned form is safe for a rework retried after its new round
  * has opened: unpinned, that retry is a decision for the new round.
  */
-export async function decide(
+export async function sendDecision(
   client: Client,
   id: EpisodeId,
-  ask: DecisionAsk,
-  send: (h: ProductionHandle, round: number, updateId: string) => Promise<AcceptedDecision>,
+  decision: Decision,
+  { pinned, door }: DecisionDoor,
 ): Promise<AcceptedDecision> {
-  const { kind, by } = ask;
+  const { kind, by } = decision;
   const handle = client.workflow.getHandle(productionWorkflowId(id));
   try {
-    const round = ask.pinned ?? decisionRound(await handle.query(statusQuery), kind, by);
-    const updateId = (ask.door === 'desk' ? deskDecisionUpdateId : decisionUpdateId)(id, round, kind, by);
-    return await send(handle, round, updateId);
+    const round = pinned ?? decisionRound(await handle.query(statusQuery), kind, by);
+    const updateId = (door === 'desk' ? deskDecisionUpdateId : decisionUpdateId)(id, round, kind, by);
+    return await (decision.kind === 'approve'
+      ? handle.executeUpdate(approveUpdate, { args: [{ by, round }], updateId })
+      : handle.executeUpdate(requestReworkUpdate, { args: [{ notes: decision.notes, by, round }], updateId }));
   } catch (e) {
     if (e instanceof WorkflowNotFoundError) {
       throw new PipelineError(ErrorType.InvalidState, `no running production for ${id} (${productionWorkflowId(id)})`);
@@ -58,23 +57,6 @@ export async function decide(
     }
     throw e;
   }
-}
-
-export type Decision = { kind: 'approve'; by: string } | { kind: 'rework'; by: string; notes: string };
-
-/** `decide` with the matching update, through the desk's door: what the review desk sends for a button. */
-export function sendDecision(
-  client: Client,
-  id: EpisodeId,
-  decision: Decision,
-  pinned: number | undefined,
-): Promise<AcceptedDecision> {
-  const { by } = decision;
-  return decide(client, id, { kind: decision.kind, by, pinned, door: 'desk' }, (h, round, updateId) =>
-    decision.kind === 'approve'
-      ? h.executeUpdate(approveUpdate, { args: [{ by, round }], updateId })
-      : h.executeUpdate(requestReworkUpdate, { args: [{ notes: decision.notes, by, round }], updateId }),
-  );
 }
 
 function decisionRound(status: ProductionStatus, kind: DecisionKind, by: string): number {

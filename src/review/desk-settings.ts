@@ -4,12 +4,9 @@
  * from the 0600 file EPISODES_REVIEW_OIDC_CLIENT_SECRET_FILE names.
  */
 import { isIP } from 'node:net';
-import { z } from 'zod';
-import { unsetIfEmpty } from '../config';
-import { PipelineError } from '../domain/errors';
-import { firstIssue } from '../domain/zod-issue';
-import { loadReviewPublicUrl } from '../review-notice-config';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { loadReviewPublicUrl } from '../process/review-notice-config';
+import { readSettings } from '../settings/read';
 import { readPrivateFile } from './private-file';
 import { DEFAULT_SESSION_SETTINGS, type SessionSettings } from './sessions';
 
@@ -40,60 +37,40 @@ export interface DeskSettings {
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
-const list = z.string().transform((s) =>
-  s
-    .split(',')
-    .map((x) => x.trim())
-    .filter((x) => x !== ''),
-);
-const positive = (fallback: number) => z.preprocess(unsetIfEmpty, z.coerce.number().int().positive().default(fallback));
-const optional = z.preprocess(unsetIfEmpty, z.string().optional());
+const DESK_SETTINGS = [
+  'EPISODES_REVIEW_SIGN_IN',
+  'EPISODES_REVIEW_OIDC_ISSUER',
+  'EPISODES_REVIEW_OIDC_CLIENT_ID',
+  'EPISODES_REVIEW_OIDC_CLIENT_SECRET',
+  'EPISODES_REVIEW_OIDC_CLIENT_SECRET_FILE',
+  'EPISODES_REVIEW_OIDC_SCOPES',
+  'EPISODES_REVIEW_OIDC_ALLOWED_EMAILS',
+  'EPISODES_REVIEW_OIDC_ALLOWED_GROUPS',
+  'EPISODES_REVIEW_OIDC_GROUPS_CLAIM',
+  'EPISODES_REVIEW_SESSION_IDLE_MS',
+  'EPISODES_REVIEW_SESSION_ABSOLUTE_MS',
+  'EPISODES_REVIEW_MAX_SESSIONS',
+  'EPISODES_REVIEW_TRUST_PROXY',
+  'EPISODES_REVIEW_AUDIT_LOG',
+  'EPISODES_REVIEW_MAX_CONNECTIONS',
+] as const;
+type DeskEnv = ReturnType<typeof readSettings<(typeof DESK_SETTINGS)[number]>>;
 
-const trustProxySchema = z.preprocess(
-  unsetIfEmpty,
-  z
-    .string()
-    .optional()
-    .transform((raw, ctx) => {
-      if (raw === undefined || raw === '0') return false;
-      if (/^\d{1,2}$/.test(raw)) return Number(raw);
-      const items = raw.split(',').map((x) => x.trim());
-      const bad = items.find((x) => !isProxyAddress(x));
-      if (bad === undefined) return items;
-      ctx.addIssue({
-        code: 'custom',
-        message: `expected a hop count (1) or addresses/CIDRs (127.0.0.1,10.0.0.0/8), got ${JSON.stringify(bad)}`,
-      });
-      return z.NEVER;
-    }),
-);
-
-const envSchema = z.object({
-  EPISODES_REVIEW_SIGN_IN: z.preprocess(unsetIfEmpty, list.pipe(z.array(z.enum(['token', 'oidc'])).min(1)).optional()),
-  EPISODES_REVIEW_OIDC_ISSUER: z.preprocess(unsetIfEmpty, z.url().optional()),
-  EPISODES_REVIEW_OIDC_CLIENT_ID: optional,
-  EPISODES_REVIEW_OIDC_CLIENT_SECRET: optional,
-  EPISODES_REVIEW_OIDC_CLIENT_SECRET_FILE: optional,
-  EPISODES_REVIEW_OIDC_SCOPES: z.preprocess(unsetIfEmpty, z.string().default('openid email profile')),
-  EPISODES_REVIEW_OIDC_ALLOWED_EMAILS: z.preprocess(unsetIfEmpty, list.default([])),
-  EPISODES_REVIEW_OIDC_ALLOWED_GROUPS: z.preprocess(unsetIfEmpty, list.default([])),
-  EPISODES_REVIEW_OIDC_GROUPS_CLAIM: z.preprocess(unsetIfEmpty, z.string().default('groups')),
-  EPISODES_REVIEW_SESSION_IDLE_MS: positive(DEFAULT_SESSION_SETTINGS.idleMs),
-  EPISODES_REVIEW_SESSION_ABSOLUTE_MS: positive(DEFAULT_SESSION_SETTINGS.absoluteMs),
-  EPISODES_REVIEW_MAX_SESSIONS: positive(DEFAULT_SESSION_SETTINGS.maxSessions),
-  EPISODES_REVIEW_TRUST_PROXY: trustProxySchema,
-  EPISODES_REVIEW_AUDIT_LOG: z.preprocess(unsetIfEmpty, z.string().default('stderr')),
-  EPISODES_REVIEW_MAX_CONNECTIONS: positive(256),
-});
-type DeskEnv = z.infer<typeof envSchema>;
+/** Fastify's trustProxy from EPISODES_REVIEW_TRUST_PROXY: a hop count, or addresses/CIDRs; anything else refused. */
+export function parseTrustProxy(raw: string | undefined): number | string[] | false {
+  if (raw === undefined || raw === '0') return false;
+  if (/^\d{1,2}$/.test(raw)) return Number(raw);
+  const items = raw.split(',').map((x) => x.trim());
+  const bad = items.find((x) => !isProxyAddress(x));
+  if (bad === undefined) return items;
+  throw invalid(
+    `invalid EPISODES_REVIEW_TRUST_PROXY: expected a hop count (1) or addresses/CIDRs (127.0.0.1,10.0.0.0/8), ` +
+      `got ${JSON.stringify(bad.slice(0, 60))}`,
+  );
+}
 
 export function loadDeskSettings(env: NodeJS.ProcessEnv = process.env): DeskSettings {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    const { at, message } = firstIssue(parsed.error, 'environment');
-    throw new PipelineError(ErrorType.InvalidInput, `invalid ${at}: ${message}`);
-  }
-  const e = parsed.data;
+  const e = readSettings(DESK_SETTINGS, env);
   const publicUrl = loadReviewPublicUrl(env);
   const methods = e.EPISODES_REVIEW_SIGN_IN ?? [e.EPISODES_REVIEW_OIDC_ISSUER ? 'oidc' : 'token'];
   return {
@@ -105,7 +82,7 @@ export function loadDeskSettings(env: NodeJS.ProcessEnv = process.env): DeskSett
       absoluteMs: e.EPISODES_REVIEW_SESSION_ABSOLUTE_MS,
       maxSessions: e.EPISODES_REVIEW_MAX_SESSIONS,
     },
-    trustProxy: e.EPISODES_REVIEW_TRUST_PROXY,
+    trustProxy: parseTrustProxy(e.EPISODES_REVIEW_TRUST_PROXY),
     auditLog: e.EPISODES_REVIEW_AUDIT_LOG,
     maxConnections: e.EPISODES_REVIEW_MAX_CONNECTIONS,
     publicUrl,

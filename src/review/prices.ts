@@ -5,7 +5,7 @@
  * changed price is not seen; the step's own submission asks the vendor again and checks the budget with that quote.
  */
 import { isPipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import type { Prices } from '../vendor-api/api';
 import { createVendorClient } from '../vendor-api/client';
 import type { CredentialsLoader } from '../vendor-api/credentials';

@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 
 /** The file's text, or undefined when it does not exist. */
 export function readPrivateFile(file: string, what: string): string | undefined {

@@ -10,9 +10,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { approverProblem } from '../domain/decision';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { ensureDirDurable, parseJsonText, writeJsonDurable } from '../files/durable-fs';
+import { readSetting } from '../settings/read';
 import { DirectoryLock } from '../store/pipeline-lock';
 import { readPrivateFile } from './private-file';
 
@@ -28,8 +28,7 @@ type ReviewersFile = z.infer<typeof reviewersFileSchema>;
 export const TOKEN_PATTERN = /^rvw_[A-Za-z0-9_-]{43}$/;
 
 export function reviewersFile(dataDir: string, env: NodeJS.ProcessEnv = process.env): string {
-  const configured = env.EPISODES_REVIEWERS_FILE;
-  return configured !== undefined && configured !== '' ? configured : path.join(dataDir, 'review', 'reviewers.json');
+  return readSetting('EPISODES_REVIEWERS_FILE', env) ?? path.join(dataDir, 'review', 'reviewers.json');
 }
 
 /** What a session made by a token is bound to: that token's digest, so rotating the token ends the session. */

@@ -23,7 +23,7 @@ import { sendDecision, type Decision } from './decision-updates';
 import { notesProblem } from '../domain/decision';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { isPipelineError } from '../domain/errors';
-import { isoWeekOfInstant } from '../domain/week-id';
+import { lastWeeks } from '../domain/week-id';
 import { openReviewSessions } from '../store/open-store';
 import { AuditLog } from './audit-log';
 import {
@@ -132,7 +132,7 @@ function registerPages(app: FastifyInstance, { o }: Desk): void {
 
   app.get('/episodes/:id', async (req, reply) => {
     const id = episodeIdOf(episodeParams.safeParse(req.params).data?.id);
-    return renderEpisode(o, req, reply, id, null);
+    return renderEpisode(o, req, reply, { id, outcome: null });
   });
 }
 
@@ -143,19 +143,20 @@ function registerDecisions(app: FastifyInstance, desk: Desk): void {
     const id = episodeIdOf(episodeParams.safeParse(req.params).data?.id);
     const body = decisionBody.safeParse(req.body);
     if (id === undefined) return notFound(req, reply);
-    if (!body.success) return renderEpisode(o, req, reply.code(400), id, refusal('the form was incomplete'));
+    if (!body.success)
+      return renderEpisode(o, req, reply.code(400), { id, outcome: refusal('the form was incomplete') });
     const by = req.deskSession!.record.reviewer;
     let decision: Decision;
     if (body.data.action === 'rework') {
       const notes = body.data.notes.trim();
       const problem = notesProblem(notes);
-      if (problem !== undefined) return renderEpisode(o, req, reply.code(400), id, refusal(problem));
+      if (problem !== undefined) return renderEpisode(o, req, reply.code(400), { id, outcome: refusal(problem) });
       decision = { kind: 'rework', by, notes };
     } else decision = { kind: 'approve', by };
     if ((await o.store.getEpisode(id)) === undefined) return notFound(req, reply);
     let outcome: DecisionOutcome;
     try {
-      const d = await sendDecision(await o.getClient(), id, decision, body.data.round);
+      const d = await sendDecision(await o.getClient(), id, decision, { pinned: body.data.round, door: 'desk' });
       const what = d.kind === 'approve' ? 'approved' : 'rework requested';
       outcome = { accepted: true, message: `Accepted: round ${d.round} ${what} by ${d.by}.` };
     } catch (e) {
@@ -164,7 +165,7 @@ function registerDecisions(app: FastifyInstance, desk: Desk): void {
       reply.code(409);
     }
     auditDecision(desk, req, { id, kind: decision.kind, round: body.data.round, outcome });
-    return renderEpisode(o, req, reply, id, outcome);
+    return renderEpisode(o, req, reply, { id, outcome });
   });
 }
 
@@ -208,8 +209,7 @@ async function renderEpisode(
   o: ReviewDeskOptions,
   req: FastifyRequest,
   reply: FastifyReply,
-  id: EpisodeId | undefined,
-  outcome: DecisionOutcome | null,
+  { id, outcome }: { id: EpisodeId | undefined; outcome: DecisionOutcome | null },
 ) {
   const state = id === undefined ? undefined : await o.store.getEpisode(id);
   if (state === undefined) return notFound(req, reply);
@@ -248,14 +248,6 @@ function episodeIdOf(raw: string | undefined): EpisodeId | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The ISO weeks of the last `count` weeks up to `now`'s, oldest first. */
-export function lastWeeks(count: number, now: Date, timeZone: string): string[] {
-  const weeks: string[] = [];
-  for (let i = count - 1; i >= 0; i--)
-    weeks.push(isoWeekOfInstant(new Date(now.getTime() - i * 7 * 86_400_000), timeZone));
-  return weeks;
 }
 
 /**

@@ -15,10 +15,9 @@ import {
 import type { AllocationKey } from '../domain/allocation-key';
 import { parseEpisodeId } from '../domain/episode-id';
 import { episodeStateSchema } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import { exists, type StagedFile } from '../files/durable-fs';
 import type { AllocationClaim, AllocationRequest, AllocationResult } from './episode-store';
 import {

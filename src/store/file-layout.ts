@@ -15,9 +15,8 @@ import {
   weekIdSchema,
   type EpisodeState,
 } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
-import { ErrorType } from '../shared';
 import { checkDataDir } from './data-dir-checks';
 import {
   DIR_MODE,

@@ -29,10 +29,9 @@ import {
   type EpisodeState,
   type HistoryEntry,
 } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import { exists, fsyncDir } from '../files/durable-fs';
 import type { AllocationClaim, AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { FileAllocator } from './file-allocation';
@@ -42,9 +41,7 @@ import { lockOptionsFromEnv, type LockOptions } from './store-config';
 
 export {
   defaultDataDir,
-  keyDigest,
   keyIndexSchema,
-  weekIndexEntrySchema,
   weekIndexSchema,
   type KeyIndex,
   type WeekIndex,

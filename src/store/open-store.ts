@@ -1,7 +1,6 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { EpisodeStore } from './episode-store';
 import { FileEpisodeStore } from './file-store';
 import { FileReviewSessions } from './file-review-sessions';
@@ -47,8 +46,6 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
       applicationName: selection.applicationName,
       lockTimeoutMs: lock.timeoutMs,
       staleMs: lock.staleMs,
-      unsafeDisableLockForTests: lock.unsafeDisableForTests,
-      unsafeSplitAllocationForTests: env.unsafeSplitAllocationForTests,
     });
   }
   return new FileEpisodeStore(selection.dataDir ?? env.dataDir, lock);

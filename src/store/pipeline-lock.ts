@@ -15,9 +15,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as lockfile from 'proper-lockfile';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint, type FailpointName } from '../failpoints';
-import { ErrorType } from '../shared';
 import { holderProvenDead, ownHolderEntry } from './holder-identity';
 import { LockFence } from './lock-fence';
 import { currentHolder, removeIfHolderDead, takeoverSafeFs } from './lock-fs';
@@ -67,9 +66,6 @@ export class DirectoryLock {
   ) {}
 
   async withLock<T>(critical: (guard: LockGuard) => Promise<T>): Promise<T> {
-    if (this.options.unsafeDisableForTests) {
-      return critical({ assertHeld: () => undefined, commitPrefix: () => undefined });
-    }
     const deadline = Date.now() + this.options.timeoutMs;
     const passOn = await this.awaitTurn(deadline);
     try {

@@ -1,7 +1,6 @@
 /** Store URLs and media location of the PostgreSQL store; nothing here ever prints a password. */
+import { PipelineError, ErrorType } from '../domain/errors';
 import { parse as parseConnectionString } from 'pg-connection-string';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
 import { storeEnvironment } from './store-config';
 
 export function defaultMediaDir(): string {

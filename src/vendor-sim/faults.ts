@@ -1,7 +1,6 @@
 /** The faults the vendor simulator can inject (docs/vendor-api.md), and the seeded generator behind the random ones. */
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { JOB_KINDS } from '../vendor-api/api';
 
 export const vendorFaultsSchema = z.strictObject({

@@ -34,9 +34,9 @@ const cache = new Map<string, Promise<Buffer | null>>();
 const noticed = new Set<string>();
 let queue: Promise<unknown> = Promise.resolve();
 
-/** `ffmpeg` is looked up on PATH unless a path is given (env `EPISODES_SIM_FFMPEG`, e.g. to point at another build). */
+/** `ffmpeg` is looked up on PATH unless a path is given (the CLI and the demo pass EPISODES_SIM_FFMPEG). */
 export function createMediaRenderer(options: { ffmpeg?: string; notice?: (line: string) => void } = {}): MediaRenderer {
-  const ffmpeg = options.ffmpeg ?? process.env.EPISODES_SIM_FFMPEG ?? 'ffmpeg';
+  const ffmpeg = options.ffmpeg ?? 'ffmpeg';
   const notice = options.notice ?? ((line: string) => process.stderr.write(`vendor-sim: ${line}\n`));
   return {
     render(request) {

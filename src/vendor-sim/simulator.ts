@@ -8,10 +8,9 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
 import { ensureDirDurable } from '../files/durable-fs';
-import { ErrorType } from '../shared';
 import {
   ARTIFACT_SHA256_HEADER,
   IDEMPOTENCY_KEY_HEADER,
@@ -37,7 +36,7 @@ import {
   type SimulatorState,
 } from './state';
 
-export { vendorFaultsSchema, type VendorFaults } from './faults';
+export type { VendorFaults } from './faults';
 
 export const DEFAULT_PRICES_CENTS: Readonly<Record<JobKind, number>> = {
   video: 4200,
@@ -75,7 +74,7 @@ export interface VendorSimulatorOptions {
   artifactBytes?: Partial<Record<JobKind, number>>;
   /** `render` (default): playable media where ffmpeg is available (media-render.ts); `synthetic`: random bytes. */
   media?: 'render' | 'synthetic';
-  /** The ffmpeg binary (default: env EPISODES_SIM_FFMPEG, then `ffmpeg` on PATH). */
+  /** The ffmpeg binary (default: `ffmpeg` on PATH). */
   ffmpeg?: string;
   maxBodyBytes?: number;
   faults?: VendorFaults;

@@ -11,7 +11,7 @@ import type { Duration } from '@temporalio/common';
 import { MAX_APPROVER, decisionChannel, decisionInputProblem, type DecisionKind } from '../domain/decision';
 import type { ReviewNotice } from '../domain/review-notice';
 import { DECISION_CHANNELS_PATCH } from '../domain/names';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import {
   approveSignal,
   approveUpdate,
@@ -122,17 +122,20 @@ function refuse(type: ErrorType, message: string | undefined): void {
   if (message !== undefined) throw ApplicationFailure.create({ type, message, nonRetryable: true });
 }
 
+/** The round a production waits in for a decision: since when, and until which timeout (if any). */
+export interface WaitingRound {
+  episodeId: string;
+  round: number;
+  since: string;
+  timeout: string | undefined;
+}
+
 /**
  * What the UI shows while production waits: what for, since when, and how to answer; with the round's review notice
  * (runs with the review-notice patch, once it is prepared), also the cost so far and the review desk's link.
  */
-export function showWaiting(
-  episodeId: string,
-  round: number,
-  since: string,
-  timeout: string | undefined,
-  notice?: ReviewNotice,
-): void {
+export function showWaiting(waiting: WaitingRound, notice?: ReviewNotice): void {
+  const { episodeId, round, since, timeout } = waiting;
   setCurrentDetails(
     [
       `Waiting for approval of round ${round} since ${since}${timeout ? ` (gives up after ${timeout})` : ''}.`,

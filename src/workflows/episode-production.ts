@@ -74,7 +74,7 @@ export async function episodeProductionWorkflow(input: EpisodeProductionInput): 
     step('cover', 0, { title: `Episode ${episodeId}`, format: 'png' }),
   ]);
   const jobs = [video.remoteJobId, cover.remoteJobId];
-  const cut = await approveOrRework(input, status, { gate, notices }, step, video, jobs);
+  const cut = await approveOrRework({ input, status, step, gate, notices }, video, jobs);
   if (cut === undefined) return { outcome: 'approval_expired', episodeId };
   return assembleAndComplete(status, step, { cut, cover }, jobs);
 }
@@ -97,15 +97,22 @@ function stepRunner(status: ProductionStatus, tagged: boolean): StepRunner {
   };
 }
 
+/** What the approval rounds of one production share. */
+interface Production {
+  input: EpisodeProductionInput;
+  status: ProductionStatus;
+  step: StepRunner;
+  gate: ApprovalGate;
+  /** Whether this run sends review notices (the review-notice patch). */
+  notices: boolean;
+}
+
 /**
  * Approval rounds until the operator approves a cut (returned) or the approval timeout passes (undefined, recorded
  * as failed). Each rework decision pays for one rework step on the latest cut and opens the next round.
  */
 async function approveOrRework(
-  input: EpisodeProductionInput,
-  status: ProductionStatus,
-  { gate, notices }: { gate: ApprovalGate; notices: boolean },
-  step: StepRunner,
+  { input, status, step, gate, notices }: Production,
   firstCut: CompletedStep,
   jobs: string[],
 ): Promise<CompletedStep | undefined> {
@@ -121,10 +128,9 @@ async function approveOrRework(
     status.phase = 'awaiting_approval';
     status.awaitingSince = now();
     const { reworkRound: round, awaitingSince: since } = status;
-    showWaiting(episodeId, round, since, input.approvalTimeout);
-    const notice = notices
-      ? announceRound(episodeId, round, since, (n) => showWaiting(episodeId, round, since, input.approvalTimeout, n))
-      : NO_ROUND_NOTICE;
+    const waiting = { episodeId, round, since, timeout: input.approvalTimeout };
+    showWaiting(waiting);
+    const notice = notices ? announceRound(episodeId, round, since, (n) => showWaiting(waiting, n)) : NO_ROUND_NOTICE;
     const made = await gate.await(input.approvalTimeout);
     notice.close();
     status.awaitingSince = null;

@@ -8,7 +8,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep, PaidStepInput } from '../activities/paid-steps';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import { awaitActivityOptions, submitActivityOptions } from './activity-options';
 import { descriptions, reconciledSignal, stepStatusQuery, type StepStatus } from './messages';
 

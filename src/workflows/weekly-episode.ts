@@ -13,17 +13,17 @@ import {
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { AllocateEpisodeOutput } from '../activities/allocation';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { isoWeekOfInstant } from '../domain/week-id';
-import {
-  EpisodeIdSearchAttribute,
-  ErrorType,
-  ScheduledStartTimeSearchAttribute,
-  WeekIdSearchAttribute,
-} from '../shared';
 import { allocationActivityOptions } from './activity-options';
 import { episodeProductionWorkflow } from './episode-production';
-import { EPISODE_RUNS_TAGGED_PATCH, productionWorkflowId } from '../domain/names';
+import {
+  EPISODE_RUNS_TAGGED_PATCH,
+  productionWorkflowId,
+  EpisodeIdSearchAttribute,
+  ScheduledStartTimeSearchAttribute,
+  WeekIdSearchAttribute,
+} from '../domain/names';
 import { episodeRunTags } from './episode-tags';
 
 const { allocateEpisode } = proxyActivities<Activities>(allocationActivityOptions);

@@ -17,7 +17,7 @@ import { parseAllocationKey } from '../../src/domain/allocation-key';
 import type { EpisodeId } from '../../src/domain/episode-id';
 import type { HistoryEntry, PaidStep } from '../../src/domain/episode-state';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { fileStoreSource } from '../../src/verify/file-store-source';

@@ -47,9 +47,9 @@ describe('a secured Temporal cluster (nginx: TLS, client certificates, API key)'
     EPISODES_DATA_DIR: dataDir,
     EPISODES_STORE_URL: '',
     EPISODES_FAILPOINTS: '',
-    VENDOR_BASE_URL: vendor.url,
-    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-    VENDOR_API_KEY_FILE: '',
+    EPISODES_VENDOR_BASE_URL: vendor.url,
+    EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    EPISODES_VENDOR_API_KEY_FILE: '',
     ...temporal,
   });
 

@@ -7,12 +7,12 @@ import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState, HistoryEntry } from '../../src/domain/episode-state';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
 import type { EpisodeStore } from '../../src/store/episode-store';
 import type { AllocOutcome } from './alloc-client';
 import { runNode } from './processes';
+import type { UnsafeVariant } from './unsafe-stores';
 
 export interface StoreUnderTest {
   store: EpisodeStore;
@@ -22,7 +22,7 @@ export interface StoreUnderTest {
 }
 
 export interface ContractOptions {
-  /** Whether EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS=1 removes this store's only protection against races. */
+  /** Whether the store without its pipeline lock (unsafe-stores.ts, `no-lock`) has no other protection against races. */
   lockSwitchBreaksIt: boolean;
 }
 
@@ -229,15 +229,18 @@ export function describeStoreContract(
         return procs;
       };
 
-      async function race(extraEnv: NodeJS.ProcessEnv): Promise<string[]> {
+      async function race(unsafe?: UnsafeVariant): Promise<string[]> {
         const startAt = Date.now() + 1500;
         const runs = plan().map((requests) =>
-          runNode('test/helpers/alloc-client.js', [String(startAt), JSON.stringify(requests)], {
-            ...t.childEnv,
-            // Widen the read-decide-write window so that a missing lock shows reliably.
-            EPISODES_FAILPOINTS: 'allocation.decided=delay:40',
-            ...extraEnv,
-          }),
+          runNode(
+            'test/helpers/alloc-client.js',
+            [String(startAt), JSON.stringify(requests), ...(unsafe ? [unsafe] : [])],
+            {
+              ...t.childEnv,
+              // Widen the read-decide-write window so that a missing lock shows reliably.
+              EPISODES_FAILPOINTS: 'allocation.decided=delay:40',
+            },
+          ),
         );
         const outcomes = (await Promise.all(runs)).flatMap((r) => {
           assert.equal(r.code, 0, r.stderr);
@@ -247,12 +250,12 @@ export function describeStoreContract(
       }
 
       it('serialises 24 allocations from 4 processes: sequences exactly 0..11, repeats get their first answer', async () => {
-        assert.deepEqual(await race({}), []);
+        assert.deepEqual(await race(), []);
       });
 
       if (options.lockSwitchBreaksIt) {
         it('breaks without the pipeline lock (shows the test above can fail)', async () => {
-          const violations = await race({ EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: '1' });
+          const violations = await race('no-lock');
           assert.ok(violations.length > 0, 'expected a duplicate or lost allocation without the lock');
         });
       }

@@ -8,13 +8,13 @@ import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   bundleWorkflowCode,
+  type WorkflowBundleWithSourceMap,
   type NativeConnection,
   type Worker,
   type WorkerOptions,
-  type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/shared';
-import { createVersionedWorker, versionOfCode } from '../../src/worker-deployment';
+import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/domain/names';
+import { createVersionedWorker, versionOfCode } from '../../src/process/worker-deployment';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 

@@ -46,9 +46,9 @@ export function operatorEnv(o: { dir: string; vendorUrl: string; address: string
   return {
     EPISODES_DATA_DIR: o.dir,
     EPISODES_STORE_URL: '',
-    VENDOR_BASE_URL: o.vendorUrl,
-    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-    VENDOR_API_KEY_FILE: '',
+    EPISODES_VENDOR_BASE_URL: o.vendorUrl,
+    EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    EPISODES_VENDOR_API_KEY_FILE: '',
     TEMPORAL_ADDRESS: o.address,
     EPISODES_TASK_QUEUE: o.taskQueue,
   };

@@ -91,9 +91,9 @@ async function main(): Promise<void> {
   const operatorEnv = (vendorUrl: string) => ({
     EPISODES_DATA_DIR: dir,
     EPISODES_STORE_URL: '',
-    VENDOR_BASE_URL: vendorUrl,
-    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-    VENDOR_API_KEY_FILE: '',
+    EPISODES_VENDOR_BASE_URL: vendorUrl,
+    EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    EPISODES_VENDOR_API_KEY_FILE: '',
     TEMPORAL_ADDRESS: env.address,
     EPISODES_TASK_QUEUE: queueFor(vendorUrl),
   });

@@ -12,7 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/shared';
+import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/domain/names';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { weeklyEpisodeWorkflow } from '../../src/workflows';
 import { startTestVendor } from '../helpers/deps';

@@ -12,7 +12,7 @@ import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { saveStep, bareRecord } from '../../src/activities/paid-step-record';
 import { charged } from '../../src/activities/paid-step-settle';
 import { parseEpisodeId } from '../../src/domain/episode-id';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { AllocOutcome } from '../helpers/alloc-client';

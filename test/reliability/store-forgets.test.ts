@@ -19,7 +19,7 @@ import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import { productionWorkflowId } from '../../src/domain/names';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import type { EpisodeState } from '../../src/domain/episode-state';
 import type { EpisodeStore } from '../../src/store/episode-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
@@ -390,9 +390,9 @@ describe('the store forgets its last writes: failover to an asynchronous replica
       };
       const operatorEnv = {
         ...targetEnv(target),
-        VENDOR_BASE_URL: vendor.url,
-        VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-        VENDOR_API_KEY_FILE: '',
+        EPISODES_VENDOR_BASE_URL: vendor.url,
+        EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+        EPISODES_VENDOR_API_KEY_FILE: '',
         TEMPORAL_ADDRESS: env.address,
         EPISODES_TASK_QUEUE: taskQueue,
       };

@@ -14,7 +14,7 @@ import { listenProblem, loadDeskSettings } from '../../src/review/desk-settings'
 import { ReviewerStore } from '../../src/review/reviewers';
 import { startReviewDesk, type ConnectionLimits } from '../../src/review/server';
 import { DeskSessions, type NewSession, type SessionEnd } from '../../src/review/sessions';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { openReviewSessions } from '../../src/store/open-store';
 

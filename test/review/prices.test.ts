@@ -7,7 +7,7 @@ import { cachedPriceSource, priceProblem, PRICES_FRESH_MS, PRICES_RETRY_MS } fro
 import { createVendorClient } from '../../src/vendor-api/client';
 import { staticCredentialsLoader } from '../../src/vendor-api/credentials';
 import { PipelineError } from '../../src/domain/errors';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { WORKFLOW_TEST_API_KEY, startTestVendor } from '../helpers/deps';
 
 describe('review desk prices (vendor simulator over HTTP)', function () {

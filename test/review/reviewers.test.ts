@@ -16,7 +16,7 @@ import { isPipelineError } from '../../src/domain/errors';
 import { AuditLog } from '../../src/review/audit-log';
 import { ReviewerStore, TOKEN_PATTERN } from '../../src/review/reviewers';
 import { buildReviewDesk } from '../../src/review/server';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { collect, runCli, spawnNode } from '../helpers/processes';
 import { until } from '../helpers/wait';

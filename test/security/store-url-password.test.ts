@@ -8,7 +8,7 @@ import { mkdtempSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { isPipelineError } from '../../src/domain/errors';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { refusePasswordOnCommandLine } from '../../src/store/postgres-url';
 import { runCli } from '../helpers/processes';
 

@@ -6,9 +6,9 @@ import { DatabaseError } from 'pg';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState } from '../../src/domain/episode-state';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { idempotencyKey } from '../../src/domain/names';
 import { openStore } from '../../src/store/open-store';
 import { PIPELINE_LOCK_ID, PostgresEpisodeStore } from '../../src/store/postgres-store';
 import { LATEST_SCHEMA_VERSION } from '../../src/store/postgres-migrations';
@@ -135,7 +135,7 @@ describe('postgres store specifics', function () {
         'cover-r0': {
           step: 'cover',
           round: 0,
-          idempotency_key: `${id}-cover-r0`,
+          idempotency_key: idempotencyKey(id, 'cover', 0),
           status: 'submitted',
           intent_at: '2026-08-03T09:00:03.000Z',
           spec: {},
@@ -336,12 +336,12 @@ describe('postgres store specifics', function () {
       const runs = [0, 1, 2, 3].map((p) =>
         runNode(
           'test/helpers/alloc-client.js',
-          [String(startAt), JSON.stringify(keys.map((_, i) => ({ key: keys[(i + 3 * p) % 12], week: W32 })))],
-          {
-            ...t.childEnv,
-            EPISODES_FAILPOINTS: 'allocation.decided=delay:40',
-            EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: '1',
-          },
+          [
+            String(startAt),
+            JSON.stringify(keys.map((_, i) => ({ key: keys[(i + 3 * p) % 12], week: W32 }))),
+            'no-lock',
+          ],
+          { ...t.childEnv, EPISODES_FAILPOINTS: 'allocation.decided=delay:40' },
         ),
       );
       return (await Promise.all(runs)).flatMap((r) => {

@@ -11,7 +11,7 @@ import { MAX_APPROVER, MAX_NOTES, decisionInputProblem } from '../../src/domain/
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import type { EpisodeId } from '../../src/domain/episode-id';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
 import {
   approveSignal,
@@ -240,7 +240,7 @@ describe('approvals that answer, late signals, UI details, one search per episod
       const updateId = `ui-${id}-r1-rework-uma`;
       await h.executeUpdate(requestReworkUpdate, { args: [{ notes: 'two', by: 'uma', round: 1 }], updateId });
       await awaitingApproval(h, 2);
-      await sendDecision(t.env.client, id, { kind: 'rework', by: 'dee', notes: 'three' }, 2);
+      await sendDecision(t.env.client, id, { kind: 'rework', by: 'dee', notes: 'three' }, { pinned: 2, door: 'desk' });
       await awaitingApproval(h, 3);
       assert.equal((await cli('approve', id, '--by', 'cai', '--round', '3')).code, 0);
       await h.result();

@@ -14,7 +14,7 @@ import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseEpisodeId, type EpisodeId } from '../../src/domain/episode-id';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { episodeProductionWorkflow, paidStepWorkflow, type weeklyEpisodeWorkflow } from '../../src/workflows';
@@ -76,9 +76,9 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
   const operatorEnv = () => ({
     EPISODES_DATA_DIR: dir,
     EPISODES_STORE_URL: '',
-    VENDOR_BASE_URL: vendor.url,
-    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-    VENDOR_API_KEY_FILE: '',
+    EPISODES_VENDOR_BASE_URL: vendor.url,
+    EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    EPISODES_VENDOR_API_KEY_FILE: '',
     TEMPORAL_ADDRESS: env.address,
     EPISODES_TASK_QUEUE: taskQueue,
   });
@@ -294,9 +294,9 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       const cliEnv = {
         EPISODES_DATA_DIR: dir,
         EPISODES_STORE_URL: '',
-        VENDOR_BASE_URL: vendor.url,
-        VENDOR_API_KEY: '',
-        VENDOR_API_KEY_FILE: path.join(dir, 'no-such-key-file'),
+        EPISODES_VENDOR_BASE_URL: vendor.url,
+        EPISODES_VENDOR_API_KEY: '',
+        EPISODES_VENDOR_API_KEY_FILE: path.join(dir, 'no-such-key-file'),
         TEMPORAL_ADDRESS: '127.0.0.1:1',
       };
       for (const args of [
@@ -323,9 +323,9 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       EPISODES_TASK_QUEUE: taskQueue,
       EPISODES_DATA_DIR: dir,
       EPISODES_STORE_URL: '',
-      VENDOR_BASE_URL: vendor.url,
-      VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-      VENDOR_API_KEY_FILE: '',
+      EPISODES_VENDOR_BASE_URL: vendor.url,
+      EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+      EPISODES_VENDOR_API_KEY_FILE: '',
       EPISODES_FAILPOINTS: 'submission.accepted=kill',
     });
     const died = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_c, signal) => resolve(signal)));

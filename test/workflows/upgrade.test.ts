@@ -20,13 +20,13 @@ import {
   EPISODE_RUNS_TAGGED_PATCH,
   paidStepWorkflowId,
   productionWorkflowId,
+  EpisodeIdSearchAttribute,
 } from '../../src/domain/names';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
-import { approveSignal, statusQuery } from '../../src/workflows/messages';
-import { EpisodeIdSearchAttribute } from '../../src/shared';
-import { versionOfCode } from '../../src/worker-deployment';
+import { statusQuery, approveSignal } from '../../src/workflows/messages';
+import { versionOfCode } from '../../src/process/worker-deployment';
 import { startTestVendor } from '../helpers/deps';
 import { REQUIRE_OLD_CODE_ENV, bundleWorkflowsAt, oldCodeMissing, recordedOnCommit } from '../helpers/old-workflows';
 import { runCli } from '../helpers/processes';

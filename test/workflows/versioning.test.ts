@@ -13,7 +13,7 @@ import {
   loadDeploymentSettings,
   type DeploymentFacts,
   type VersionFacts,
-} from '../../src/worker-deployment';
+} from '../../src/process/worker-deployment';
 import * as workflows from '../../src/workflows';
 import { replayAll } from '../helpers/replay';
 import { REPO_ROOT, bundleWorkflows } from '../helpers/temporal';

@@ -9,7 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../src/activities';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { isoWeekOfInstant } from '../../src/domain/week-id';
-import { EpisodeIdSearchAttribute, ErrorType, WeekIdSearchAttribute } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { weeklyEpisodeWorkflow, type WeeklyEpisodeResult } from '../../src/workflows/weekly-episode';
 import { spawnNode } from '../helpers/processes';
@@ -17,7 +17,7 @@ import { waitForScheduledRuns } from '../helpers/schedules';
 import { startTestVendor, testDeps } from '../helpers/deps';
 import { createTestEnv, createTestWorker, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
-import { productionWorkflowId } from '../../src/domain/names';
+import { productionWorkflowId, EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/domain/names';
 
 describe('weeklyEpisodeWorkflow on the dev server', function () {
   this.timeout(120_000);
@@ -196,7 +196,7 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
       EPISODES_DATA_DIR: dir,
       EPISODES_STORE_URL: '',
       EPISODES_FAILPOINTS: 'allocation.before-return=kill',
-      VENDOR_BASE_URL: vendor.url,
+      EPISODES_VENDOR_BASE_URL: vendor.url,
     });
     const exited = new Promise<NodeJS.Signals | null>((resolve) =>
       child.on('exit', (_code, signal) => resolve(signal)),

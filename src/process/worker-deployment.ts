@@ -8,28 +8,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConnectionLike } from '@temporalio/client';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { Worker, type NativeConnection, type WorkerDeploymentOptions, type WorkerOptions } from '@temporalio/worker';
-import { z } from 'zod';
-import { unsetIfEmpty } from './config';
+import { readSettings } from '../settings/read';
+import { settingDefault } from '../settings/table';
 
-export const DEFAULT_DEPLOYMENT_NAME = 'weekly-media';
-
-const envSchema = z.object({
-  // No '.' or ':': they join name and build id in the server's version strings.
-  EPISODES_DEPLOYMENT_NAME: z.preprocess(
-    unsetIfEmpty,
-    z
-      .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/, 'letters, digits, _ and -, at most 100')
-      .default(DEFAULT_DEPLOYMENT_NAME),
-  ),
-  EPISODES_BUILD_ID: z.preprocess(
-    unsetIfEmpty,
-    z
-      .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'letters, digits, ., _ and -, at most 100')
-      .optional(),
-  ),
-});
+export const DEFAULT_DEPLOYMENT_NAME = settingDefault('EPISODES_DEPLOYMENT_NAME');
 
 export interface DeploymentSettings {
   deploymentName: string;
@@ -38,8 +20,8 @@ export interface DeploymentSettings {
 }
 
 export function loadDeploymentSettings(env: NodeJS.ProcessEnv = process.env): DeploymentSettings {
-  const parsed = envSchema.parse(env);
-  return { deploymentName: parsed.EPISODES_DEPLOYMENT_NAME, buildId: parsed.EPISODES_BUILD_ID };
+  const s = readSettings(['EPISODES_DEPLOYMENT_NAME', 'EPISODES_BUILD_ID'], env);
+  return { deploymentName: s.EPISODES_DEPLOYMENT_NAME, buildId: s.EPISODES_BUILD_ID };
 }
 
 /** The first 12 hex digits of the bundle's sha256: the same bundle gives the same build id on every host. */

@@ -1,5 +1,5 @@
 /**
- * The pre-built workflow bundle. `npm run build` runs `node dist/src/workflow-bundle.js build`, which bundles the
+ * The pre-built workflow bundle. `npm run build` runs `node dist/src/process/workflow-bundle.js`, which bundles the
  * compiled workflows once (webpack) into dist/workflow-bundle.js plus a manifest; the worker then loads that file
  * instead of running webpack at every start.
  *
@@ -12,22 +12,17 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { bundleWorkflowCode, type Logger, type WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
-import { unsetIfEmpty } from './config';
+import { readSetting } from '../settings/read';
 
-const DIST = path.resolve(__dirname, '..');
+const DIST = path.resolve(__dirname, '..', '..');
 export const DEFAULT_BUNDLE_PATH = path.join(DIST, 'workflow-bundle.js');
-const WORKFLOWS_PATH = require.resolve('./workflows');
+const WORKFLOWS_PATH = require.resolve('../workflows');
 
 const manifestSchema = z.object({
   schema: z.literal('workflow-bundle/v1'),
   code_sha256: z.string().regex(/^[0-9a-f]{64}$/),
   sources_sha256: z.string().regex(/^[0-9a-f]{64}$/),
   built_at: z.string(),
-});
-
-const envSchema = z.object({
-  /** A bundle file, or `off` to always bundle from sources (the bench's "before"). */
-  EPISODES_WORKFLOW_BUNDLE: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_BUNDLE_PATH)),
 });
 
 export type WorkflowSource =
@@ -74,7 +69,8 @@ export async function writeWorkflowBundle(codePath: string, code: string): Promi
 
 /** The bundle when it is present and current, else the sources with the reason. Never throws for a bad bundle. */
 export async function resolveWorkflowSource(env: NodeJS.ProcessEnv = process.env): Promise<WorkflowSource> {
-  const codePath = envSchema.parse(env).EPISODES_WORKFLOW_BUNDLE;
+  // A bundle file, or `off` to always bundle from sources (the bench's "before").
+  const codePath = readSetting('EPISODES_WORKFLOW_BUNDLE', env) ?? DEFAULT_BUNDLE_PATH;
   const sources = (reason: string): WorkflowSource => ({ kind: 'sources', workflowsPath: WORKFLOWS_PATH, reason });
   if (codePath === 'off') return sources('EPISODES_WORKFLOW_BUNDLE=off');
   let code: Buffer;

@@ -8,8 +8,8 @@
  * `allocation.index-written=kill@3`. `fs.write` sits half-way through every durable file write (`fs.write=enospc@2`
  * fails the second write of the process with its temp file half written).
  */
-import { PipelineError } from './domain/errors';
-import { ErrorType } from './shared';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { readSetting } from '../settings/read';
 
 /** Every failpoint there is. A name outside this list is refused when EPISODES_FAILPOINTS is parsed, not ignored. */
 export const FAILPOINT_NAMES = [
@@ -86,7 +86,7 @@ export class FailpointError extends Error {
 }
 
 export async function failpoint(name: FailpointName): Promise<void> {
-  rules ??= parseFailpoints(process.env.EPISODES_FAILPOINTS);
+  rules ??= parseFailpoints(readSetting('EPISODES_FAILPOINTS'));
   if (rules.size === 0) return;
   const rule = rules.get(name);
   if (!rule) return;
