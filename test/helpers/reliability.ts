@@ -85,6 +85,10 @@ export interface WorkerProcessOptions {
   lockStaleMs?: number;
   /** Anything else, e.g. the test-only switch that disables the lock, to show a test fails without it. */
   extraEnv?: NodeJS.ProcessEnv;
+  /** The entry point under dist/ (default `src/worker.js`, the worker as deployed; a test-only entry otherwise). */
+  script?: string;
+  /** Extra arguments for that entry point. */
+  args?: string[];
 }
 
 export interface WorkerProcess {
@@ -117,7 +121,7 @@ export function startWorkerProcess(name: string, o: WorkerProcessOptions): Worke
     ...(o.store?.kind === 'postgres' ? targetEnv(o.store) : {}),
     ...o.extraEnv,
   });
-  const child = spawn(process.execPath, [path.join(DIST_ROOT, 'src', 'worker.js')], {
+  const child = spawn(process.execPath, [path.join(DIST_ROOT, o.script ?? 'src/worker.js'), ...(o.args ?? [])], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
