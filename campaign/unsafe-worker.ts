@@ -1,0 +1,84 @@
+/**
+ * TEST-ONLY worker entry: the real worker (src/worker.ts) with one protection taken out of its store, injected here,
+ * so that the campaign can show its checker finds what that protection prevents. Selected by the campaign's
+ * `--unsafe <variant>` (an argument of this entry point; nothing in src/ reads a switch for it). Never deploy it.
+ *
+ *   no-lock      the file store's pipeline lock does nothing: allocations race (duplicate episodes)
+ *   no-intent    a submission's intent is never saved before it is sent: a retry after a lost reply sends again
+ *   no-reassert  the re-assertion of an allocation the store forgot is skipped (needs the store's healing)
+ */
+import type { EpisodeStore } from '../src/store/episode-store';
+import { FileEpisodeStore } from '../src/store/file-store';
+import type { LockGuard } from '../src/store/pipeline-lock';
+import { prepareStore } from '../src/store/open-store';
+import { loadConfig } from '../src/config';
+import { installTelemetry, loadTelemetryConfig } from '../src/telemetry';
+import { buildDeps, createWorker } from '../src/worker';
+
+export const UNSAFE_VARIANTS = ['no-lock', 'no-intent', 'no-reassert'] as const;
+type Variant = (typeof UNSAFE_VARIANTS)[number];
+
+function unsafe(variant: Variant, store: EpisodeStore): EpisodeStore {
+  switch (variant) {
+    case 'no-lock': {
+      if (!(store instanceof FileEpisodeStore)) throw new Error('no-lock: the file store only');
+      const noLock = {
+        withLock: <T>(critical: (guard: LockGuard) => Promise<T>) => critical({ assertHeld: () => undefined }),
+      };
+      (store as unknown as { lock: unknown }).lock = noLock;
+      return store;
+    }
+    case 'no-intent':
+      return withoutIntents(store);
+    case 'no-reassert':
+      throw new Error('no-reassert: this build has no re-assertion of a forgotten allocation to remove');
+  }
+}
+
+/** Every write that would record a new submission intent leaves the step as it was instead. */
+function withoutIntents(store: EpisodeStore): EpisodeStore {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop !== 'updateEpisode') return Reflect.get(target, prop, receiver) as unknown;
+      const update: EpisodeStore['updateEpisode'] = (id, change) =>
+        target.updateEpisode(id, (s) => {
+          const next = change(s);
+          const steps = { ...next.steps };
+          for (const [key, r] of Object.entries(steps)) {
+            if (r.status !== 'intent' || s.steps[key]?.status === 'intent') continue;
+            const before = s.steps[key];
+            if (before) steps[key] = before;
+            else delete steps[key];
+          }
+          return { ...next, steps };
+        });
+      return update;
+    },
+  });
+}
+
+async function main(): Promise<void> {
+  const variant = process.argv[2] as Variant;
+  if (!UNSAFE_VARIANTS.includes(variant)) throw new Error(`usage: unsafe-worker.js ${UNSAFE_VARIANTS.join('|')}`);
+  const logger = installTelemetry(loadTelemetryConfig());
+  const config = loadConfig();
+  const deps = buildDeps(config, logger);
+  deps.store = unsafe(variant, deps.store);
+  await prepareStore(deps.store, { onRetry: (line) => console.error(`worker: waiting for the store: ${line}`) });
+  const { worker, connection } = await createWorker(config, deps, {}, logger);
+  logger.info(`worker: task queue ${config.taskQueue} (UNSAFE TEST BUILD: ${variant}), ${deps.store.description}`);
+  try {
+    await worker.run();
+  } finally {
+    await deps.store.close();
+    await connection.close();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(`worker failed: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  },
+);
