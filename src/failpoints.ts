@@ -4,10 +4,10 @@
  * When the variable is unset `failpoint()` is a single map lookup on an empty map.
  *
  * Actions: `kill` (SIGKILL this process), `stop` (SIGSTOP: frozen until someone sends SIGCONT), `throw` (a plain Error),
- * `delay:<ms>`, `enospc` / `eio` (a StorageFailure with that errno `code`, as a real disk error surfaces). An optional
- * `@<n>` suffix fires only on the n-th hit (1-based), e.g. `allocation.index-written=kill@3`. `fs.write` sits half-way
- * through every durable file write (`fs.write=enospc@2` fails the second write of the process with its temp file half
- * written).
+ * `delay:<ms>` (announced by one line on stderr), `enospc` / `eio` (a StorageFailure with that errno `code`, as a real
+ * disk error surfaces). An optional `@<n>` suffix fires only on the n-th hit (1-based), e.g.
+ * `allocation.index-written=kill@3`. `fs.write` sits half-way through every durable file write (`fs.write=enospc@2`
+ * fails the second write of the process with its temp file half written).
  */
 import { PipelineError } from './domain/errors';
 import { ErrorType } from './shared';
@@ -115,8 +115,12 @@ export async function failpoint(name: FailpointName): Promise<void> {
         { code },
       );
     }
-    case 'delay':
-      await new Promise((resolve) => setTimeout(resolve, (rule.action as { ms: number }).ms));
+    case 'delay': {
+      const { ms } = rule.action;
+      // One line, so that a test can act at this moment (freeze the process, fault the store): a logical event.
+      process.stderr.write(`failpoint ${name}: delay ${ms} ms (pid ${process.pid})\n`);
+      await new Promise((resolve) => setTimeout(resolve, ms));
       return;
+    }
   }
 }

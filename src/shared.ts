@@ -16,6 +16,8 @@ export const ErrorType = {
   InvalidAllocationRequest: 'InvalidAllocationRequest',
   AllocationKeyCrossesWeek: 'AllocationKeyCrossesWeek',
   AmbiguousAllocationKey: 'AmbiguousAllocationKey',
+  /** A forgotten allocation cannot be re-asserted: its id, or its key, was given out again meanwhile. */
+  AllocationConflict: 'AllocationConflict',
   StoreCorrupt: 'StoreCorrupt',
   LockTimeout: 'LockTimeout',
   LockCompromised: 'LockCompromised',
@@ -46,6 +48,7 @@ export const NON_RETRYABLE_ERROR_TYPES: readonly ErrorType[] = [
   ErrorType.InvalidAllocationRequest,
   ErrorType.AllocationKeyCrossesWeek,
   ErrorType.AmbiguousAllocationKey,
+  ErrorType.AllocationConflict,
   ErrorType.StoreCorrupt,
   ErrorType.InvalidInput,
   ErrorType.EpisodeNotFound,

@@ -20,8 +20,13 @@ import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
 import { z } from 'zod';
-import { decideAllocation, type AllocationDecision } from '../domain/allocation';
-import type { EpisodeId } from '../domain/episode-id';
+import {
+  decideAllocation,
+  decideReassertion,
+  type AllocationDecision,
+  type AllocationFacts,
+} from '../domain/allocation';
+import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import {
   episodeStateSchema,
   historyEntrySchema,
@@ -33,7 +38,7 @@ import { PipelineError } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
 import { ErrorType } from '../shared';
-import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
+import type { AllocationClaim, AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
 import { isUniqueViolation, toStoreError } from './postgres-errors';
 import { applyMigrations } from './postgres-migrations/runner';
@@ -142,6 +147,31 @@ export class PostgresEpisodeStore implements EpisodeStore {
     // Same point as the file store's last step: the allocation is durable but not yet returned.
     if (result.created) await failpoint('allocation.state-written');
     return result;
+  }
+
+  async reassertAllocation(claim: AllocationClaim): Promise<AllocationResult> {
+    await this.ready();
+    const { weekId, sequence } = parseEpisodeId(claim.episodeId);
+    const request = { allocationKey: claim.allocationKey, weekId, allocatedBy: claim.allocatedBy };
+    try {
+      return await this.transaction('re-assert allocation', async (client) => {
+        const decision = await this.decide(client, request, (facts) =>
+          decideReassertion(facts, { episodeId: claim.episodeId, sequence }),
+        );
+        if (decision.kind === 'existing') return existingResult(decision);
+        const state = initialState(decision, claim.allocationKey, claim.allocatedBy, claim.createdAt);
+        await this.insertEpisode(client, state);
+        return { episodeId: decision.episodeId, weekId, sequence, created: true };
+      });
+    } catch (e) {
+      if (!isUniqueViolation(e)) throw e;
+      throw new PipelineError(
+        ErrorType.LockCompromised,
+        `re-assertion of ${claim.episodeId} conflicted with a writer outside the pipeline lock; nothing was written, retry`,
+        e instanceof PipelineError ? e.details : {},
+        { cause: e },
+      );
+    }
   }
 
   async getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
@@ -348,7 +378,11 @@ export class PostgresEpisodeStore implements EpisodeStore {
   }
 
   /** Takes the pipeline lock and decides from the committed facts (inside the caller's transaction). */
-  private async decide(client: PoolClient, request: AllocationRequest): Promise<AllocationDecision> {
+  private async decide(
+    client: PoolClient,
+    request: AllocationRequest,
+    rule: (facts: AllocationFacts) => AllocationDecision = decideAllocation,
+  ): Promise<AllocationDecision> {
     const { allocationKey: key, weekId } = request;
     await this.takePipelineLock(client);
     const { rows } = await this.query(
@@ -358,7 +392,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
       [key, weekId],
     );
     const refs = rows.map((row) => toRef(row));
-    return decideAllocation({
+    return rule({
       key,
       weekId,
       keyMatches: refs.filter((r) => r.allocationKey === key),

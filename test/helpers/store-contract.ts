@@ -170,6 +170,53 @@ export function describeStoreContract(
       assert.equal((await t.store.listEpisodes()).length, 0);
     });
 
+    describe('re-asserting an allocation the store forgot (a restore, a failover)', () => {
+      const claim = (key: string, id: string) => ({
+        allocationKey: parseAllocationKey(key),
+        episodeId: parseEpisodeId(id).episodeId,
+        allocatedBy: { kind: 'workflow', workflow_id: key, run_id: 'r1', namespace: 'default' } as const,
+        createdAt: '2026-08-03T09:00:00.000Z',
+      });
+      const listed = async () => (await t.store.listEpisodes()).map((e) => `${e.episode_id} ${e.allocation_key}`);
+
+      it('writes a free id back with its key and its record; again, and the key allocating, get it back', async () => {
+        await alloc('run-a', W32);
+        const back = await t.store.reassertAllocation(claim('run-b', '2026-W32-1'));
+        assert.deepEqual(back, { episodeId: '2026-W32-1', weekId: W32, sequence: 1, created: true });
+        assert.equal((await t.store.reassertAllocation(claim('run-b', '2026-W32-1'))).created, false);
+        assert.deepEqual({ ...(await alloc('run-b', W32)), created: true }, back);
+        const state = await t.store.requireEpisode(parseEpisodeId('2026-W32-1').episodeId);
+        assert.deepEqual(
+          [state.allocation_key, state.created_at, state.allocated_by],
+          ['run-b', '2026-08-03T09:00:00.000Z', claim('run-b', '2026-W32-1').allocatedBy],
+        );
+        assert.equal((await alloc('run-c', W32)).episodeId, '2026-W32-2');
+      });
+
+      it("above the week's next sequence: the ids between stay free for their own runs, never for a new one", async () => {
+        await alloc('run-a', W32);
+        await t.store.reassertAllocation(claim('run-c', '2026-W32-2'));
+        assert.equal((await alloc('run-d', W32)).episodeId, '2026-W32-3', 'a new run never gets a forgotten id');
+        await t.store.reassertAllocation(claim('run-b', '2026-W32-1'));
+        assert.deepEqual(await listed(), [
+          '2026-W32-0 run-a',
+          '2026-W32-1 run-b',
+          '2026-W32-2 run-c',
+          '2026-W32-3 run-d',
+        ]);
+      });
+
+      it('refuses (AllocationConflict, nothing written) an id another key took meanwhile, or a key that holds another', async () => {
+        await alloc('run-a', W32);
+        await alloc('intruder', W32); // took 2026-W32-1, which the store had given run-b before it forgot
+        const before = JSON.stringify(await t.store.listEpisodes());
+        const conflict = (e: unknown) => isPipelineError(e, ErrorType.AllocationConflict) && !e.retryable;
+        await assert.rejects(t.store.reassertAllocation(claim('run-b', '2026-W32-1')), conflict);
+        await assert.rejects(t.store.reassertAllocation(claim('run-a', '2026-W32-2')), conflict);
+        assert.equal(JSON.stringify(await t.store.listEpisodes()), before);
+      });
+    });
+
     describe('concurrency across OS processes', function () {
       this.timeout(120_000);
       // 4 processes x 6 requests: 12 distinct keys, each asked twice by two different processes.

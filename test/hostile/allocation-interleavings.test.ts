@@ -40,7 +40,8 @@ const callers = fc.array(fc.array(request, { minLength: 1, maxLength: 8 }), { mi
 /** Test-only: the same store without its lock, to show that the property below can fail. */
 function withoutLock(store: FileEpisodeStore): FileEpisodeStore {
   const none = {
-    withLock: <T>(critical: (guard: LockGuard) => Promise<T>) => critical({ assertHeld: () => undefined }),
+    withLock: <T>(critical: (guard: LockGuard) => Promise<T>) =>
+      critical({ assertHeld: () => undefined, commitPrefix: () => undefined }),
   };
   Object.defineProperty(store, 'lock', { value: none });
   return store;
