@@ -286,12 +286,13 @@ function oneFault(kind: FaultKind, i: number, o: PlanOptions, c: FaultContext): 
       return { ...base, trigger: at(), failpoint: `${point}=stop@${1 + (i % 2)}` };
     }
     case 'vendor-drop':
-      // Half by the connection (the vendor drops it), half by the worker dying before it saved the reply.
+      // In turn: the worker dies before it saved the reply, or the vendor drops the connection; the first two with
+      // the vendor ignoring keys meanwhile (so that the retry cannot lean on the vendor's memory).
       return {
         ...base,
         trigger: at(),
-        keysIgnored: i % 2 === 0,
-        ...(i % 4 < 2 ? {} : { failpoint: 'submission.accepted=kill@1' }),
+        keysIgnored: i % 4 < 2,
+        ...(i % 2 === 0 ? { failpoint: 'submission.accepted=kill@1' } : {}),
       };
     case 'vendor-outage':
       return { ...base, trigger: at(), amount: 10 + Math.floor(c.random() * 30) };

@@ -39,6 +39,7 @@ export class Reviewer {
   private readonly opened = new Map<string, { at: number; restarts: number }>();
   private settling = false;
   private running = false;
+  private ticks = 0;
   /** Notices that never came before a decision (a finding, reported). */
   readonly noticesMissing: string[] = [];
 
@@ -59,8 +60,16 @@ export class Reviewer {
     if (this.running) return;
     this.running = true;
     try {
+      // Who waits: what the store says, what the notices say, and every 10 s every unfinished production (a restore
+      // can forget the store's "awaiting approval" while the workflow waits; the workflow's phase decides).
+      const noticed = new Set(this.env.notices.map((n) => String(n.body.episode_id)));
+      const everyone = ++this.ticks % 10 === 0;
       const waiting = this.env.snapshot.episodes.filter(
-        (e) => e.status === 'awaiting_approval' && e.approval?.status === 'pending',
+        (e) =>
+          e.status !== 'completed' &&
+          (everyone ||
+            noticed.has(e.episode_id) ||
+            (e.status === 'awaiting_approval' && e.approval?.status === 'pending')),
       );
       await Promise.all(waiting.map((e) => this.consider(e.episode_id, e.allocation_key ?? '')));
     } finally {

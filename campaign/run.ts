@@ -7,7 +7,8 @@
  *   --replay FILE    run that plan.json again (its seed, store and faults)
  *   --docs           write the table into docs/reliability.md between its markers (`<!-- campaign:<store> -->`)
  *   --without K,...  leave these fault kinds out of the plan (e.g. store-restore,pg-failover)
- *   --unsafe V       test-only: workers from campaign/unsafe-worker.ts (no-lock, no-intent, no-reassert), to show
+ *   --unsafe V       test-only: workers from campaign/unsafe-worker.ts (no-lock, no-key-lookup, no-intent,
+ *                    no-reassert), to show
  *                    that the checker finds what each protection prevents
  *
  * Exit 0 when every invariant holds, 1 on any violation.
@@ -40,7 +41,7 @@ const optionsSchema = z.object({
   out: z.string().optional(),
   replay: z.string().optional(),
   docs: z.boolean(),
-  unsafe: z.enum(['no-lock', 'no-intent', 'no-reassert']).optional(),
+  unsafe: z.enum(['no-lock', 'no-key-lookup', 'no-intent', 'no-reassert']).optional(),
   without: z
     .string()
     .default('')
@@ -144,7 +145,8 @@ async function main(): Promise<number> {
   );
   process.stdout.write(`\n${table}\n\n`);
   if (bad > 0) process.stdout.write(`VIOLATIONS (${bad}):\n${violationDetails(result)}\n\nkept in ${out}\n`);
-  if (o.docs) await writeDocs(plan.store, table);
+  if (o.docs)
+    await writeDocs(o.unsafe ?? plan.store, o.unsafe ? proofLine(result, o.unsafe, bad, header) : `\n${table}\n`);
   if (bad === 0 && !o.out) await fs.rm(out, { recursive: true, force: true });
   return bad > 0 ? 1 : 0;
 }
@@ -159,7 +161,16 @@ function machineLine(loadStart: number[]): string {
   return `${os.cpus().length} cores (${cpu}), load ${load(loadStart)} at start, ${load(os.loadavg())} at end`;
 }
 
-/** The table between `<!-- campaign:<store> -->` and `<!-- /campaign:<store> -->` in docs/reliability.md. */
+/** What an unsafe build's run found: exit code and the invariants it violated, with the first violation. */
+function proofLine(r: CheckResult, variant: string, bad: number, h: ReportHeader): string {
+  const found = r.invariants
+    .filter((i) => i.violations > 0)
+    .map((i) => `${i.name}: **${i.violations}** (e.g. ${i.details[0]})`)
+    .join('; ');
+  return ` \`--unsafe ${variant}\`, seed ${h.seed}: exit ${bad > 0 ? 1 : 0}; ${found || 'nothing found'}.`;
+}
+
+/** The text between `<!-- campaign:<name> -->` and `<!-- /campaign:<name> -->` in docs/reliability.md. */
 async function writeDocs(store: string, table: string): Promise<void> {
   const file = path.join(REPO_ROOT, 'docs', 'reliability.md');
   const text = await fs.readFile(file, 'utf8');
@@ -168,7 +179,7 @@ async function writeDocs(store: string, table: string): Promise<void> {
   const start = text.indexOf(open);
   const end = text.indexOf(close);
   if (start < 0 || end < start) throw new Error(`docs/reliability.md has no ${open} ... ${close} markers`);
-  await fs.writeFile(file, `${text.slice(0, start + open.length)}\n${table}\n${text.slice(end)}`);
+  await fs.writeFile(file, `${text.slice(0, start + open.length)}${table}${text.slice(end)}`);
 }
 
 main().then(

@@ -4,9 +4,13 @@
  * `--unsafe <variant>` (an argument of this entry point; nothing in src/ reads a switch for it). Never deploy it.
  *
  *   no-lock      the file store's pipeline lock does nothing: allocations race (duplicate episodes)
+ *   no-key-lookup  the file store's allocation finds no episode for its key: every retry, re-run or reset of a run
+ *                gets a new episode (duplicate episodes)
  *   no-intent    a submission's intent is never saved before it is sent: a retry after a lost reply sends again
  *   no-reassert  the re-assertion of an allocation the store forgot is skipped (needs the store's healing)
  */
+import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
 import type { EpisodeStore } from '../src/store/episode-store';
 import { FileEpisodeStore } from '../src/store/file-store';
 import type { LockGuard } from '../src/store/pipeline-lock';
@@ -15,17 +19,30 @@ import { loadConfig } from '../src/config';
 import { installTelemetry, loadTelemetryConfig } from '../src/telemetry';
 import { buildDeps, createWorker } from '../src/worker';
 
-export const UNSAFE_VARIANTS = ['no-lock', 'no-intent', 'no-reassert'] as const;
+export const UNSAFE_VARIANTS = ['no-lock', 'no-key-lookup', 'no-intent', 'no-reassert'] as const;
 type Variant = (typeof UNSAFE_VARIANTS)[number];
 
 function unsafe(variant: Variant, store: EpisodeStore): EpisodeStore {
   switch (variant) {
     case 'no-lock': {
       if (!(store instanceof FileEpisodeStore)) throw new Error('no-lock: the file store only');
+      // Commits are staged beside the data dir (same filesystem) instead of in the lock holder's fence.
+      const staging = `${store.dataDir}.unsafe-staging`;
+      mkdirSync(staging, { recursive: true });
       const noLock = {
-        withLock: <T>(critical: (guard: LockGuard) => Promise<T>) => critical({ assertHeld: () => undefined }),
+        withLock: <T>(critical: (guard: LockGuard) => Promise<T>) =>
+          critical({
+            assertHeld: () => undefined,
+            commitPrefix: (file: string) => path.join(staging, file.replace(/[^A-Za-z0-9.-]/g, '_')),
+          }),
       };
       (store as unknown as { lock: unknown }).lock = noLock;
+      return store;
+    }
+    case 'no-key-lookup': {
+      if (!(store instanceof FileEpisodeStore)) throw new Error('no-key-lookup: the file store only');
+      // The allocator's read of the key's index (its only way to find the key's episode) always finds nothing.
+      (store as unknown as { allocator: { readKeyIndex: () => undefined } }).allocator.readKeyIndex = () => undefined;
       return store;
     }
     case 'no-intent':
