@@ -11,6 +11,7 @@ import { registerLedgerCommands } from './cli/ledger-commands';
 import { registerLegacyMigrationCommands } from './cli/legacy-migration-commands';
 import { registerVerifyCommands } from './cli/verify-commands';
 import { registerPaidCommands } from './cli/paid-commands';
+import { registerRepairCommands } from './cli/repair-commands';
 import { registerReviewCommands } from './cli/review-commands';
 import { registerScheduleCommands } from './cli/schedule-commands';
 import { registerStoreCommands } from './cli/store-commands';
@@ -41,6 +42,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   registerLedgerCommands(program, ctx);
   registerLegacyMigrationCommands(program, ctx);
   registerVerifyCommands(program, ctx);
+  registerRepairCommands(program, ctx);
   registerStoreCommands(program, ctx);
   registerVendorCommands(program, ctx);
   registerReviewCommands(program, ctx);

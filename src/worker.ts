@@ -4,7 +4,9 @@
  * search attributes the workflows set; SIGINT or SIGTERM drain in-flight tasks, then exit.
  */
 import { Runtime, Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from './activities';
+import { temporalAllocationRecords } from './activities/allocation-records';
 import { describeWebhook, type ReviewNoticeSettings } from './activities/review-notice';
 import { loadConfig, type PipelineConfig } from './config';
 import { PipelineError } from './domain/errors';
@@ -59,7 +61,11 @@ export async function createWorker(
     taskQueue: config.taskQueue,
     ...workflows,
     ...workerCacheOptions(),
-    activities: createActivities(deps),
+    // Temporal's own records of allocations, for re-asserting one the store forgot (src/activities/reassertion.ts).
+    activities: createActivities({
+      allocationRecords: temporalAllocationRecords(new Client({ connection, namespace: config.temporal.namespace })),
+      ...deps,
+    }),
     ...extra,
   });
   return { worker, connection };

@@ -7,7 +7,7 @@
  *
  * Resuming at any point continues from what is saved: a saved reference is polled, never resubmitted; an intent
  * without a reference is looked up by client reference (by submission and by the wait alike); if the vendor cannot
- * say, the step needs an operator. Submission lives in paid-step-submit.ts, the wait and the charge in
+ * say, the step needs an operator. An episode the store forgot (a restore) is re-asserted first (reassertion.ts). Submission lives in paid-step-submit.ts, the wait and the charge in
  * paid-step-settle.ts, what both share in paid-step-record.ts.
  */
 import { withFailureMapping } from './failures';
@@ -15,6 +15,7 @@ import { withHeartbeat } from './heartbeat';
 import type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-record';
 import { awaitPaidStep } from './paid-step-settle';
 import { submitPaidStep } from './paid-step-submit';
+import { withReassertion } from './reassertion';
 
 export type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-record';
 export { committedCents } from './paid-step-submit';
@@ -26,8 +27,10 @@ export const DEFAULT_EPISODE_BUDGET_CENTS = 20_000;
 export function createPaidStepActivities(deps: PaidStepDeps) {
   return {
     submitPaidStep: (input: PaidStepInput): Promise<SubmittedStep> =>
-      withHeartbeat(() => withFailureMapping(() => submitPaidStep(deps, input))),
+      withHeartbeat(() =>
+        withFailureMapping(() => withReassertion(deps, input.episodeId, () => submitPaidStep(deps, input))),
+      ),
     awaitPaidStep: (input: Omit<PaidStepInput, 'spec'>): Promise<CompletedStep> =>
-      withFailureMapping(() => awaitPaidStep(deps, input)),
+      withFailureMapping(() => withReassertion(deps, input.episodeId, () => awaitPaidStep(deps, input))),
   };
 }

@@ -93,16 +93,23 @@ export function decideReassertion(
     );
   }
   const holder = facts.weekEpisodes.find((e) => e.episodeId === claim.episodeId);
-  if (holder) {
-    throw new PipelineError(
-      ErrorType.AllocationConflict,
-      `${forgot}, and has since given that id to ${JSON.stringify(holder.allocationKey)}; nothing was written and ` +
-        `this run stops. Settle it: \`temporal workflow reset --workflow-id ${facts.key} --type FirstWorkflowTask\` ` +
-        `gives the run a new episode, and \`episodes generate ${claim.episodeId}\` produces the other run's`,
-      { episodes: [claim.episodeId], allocationKey: facts.key, heldBy: holder.allocationKey },
-    );
-  }
+  if (holder) throw idTakenMeanwhile(facts.key, claim.episodeId, holder.allocationKey);
   return { kind: 'new', episodeId: claim.episodeId, weekId: facts.weekId, sequence: claim.sequence };
+}
+
+/**
+ * The run `key` was given `id`, the store forgot it and has since given the id to `holder`: the run must stop before it
+ * writes anything into the other run's episode. Names the commands that settle it.
+ */
+export function idTakenMeanwhile(key: AllocationKey, id: EpisodeId, holder: string | null): PipelineError {
+  return new PipelineError(
+    ErrorType.AllocationConflict,
+    `the store forgot that run ${JSON.stringify(key)} was given ${id}, and has since given that id to ` +
+      `${JSON.stringify(holder)}; nothing was written and this run stops. Settle it: ` +
+      `\`temporal workflow reset --workflow-id ${key} --type FirstWorkflowTask\` gives the run a new episode, and ` +
+      `\`episodes generate ${id}\` produces the other run's`,
+    { episodes: [id], allocationKey: key, heldBy: holder },
+  );
 }
 
 /** A week's stored episodes must name themselves and hold each sequence once, or the store is corrupt. */
