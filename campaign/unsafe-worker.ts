@@ -7,10 +7,12 @@
  *   no-key-lookup  the file store's allocation finds no episode for its key: every retry, re-run or reset of a run
  *                gets a new episode (duplicate episodes)
  *   no-intent    a submission's intent is never saved before it is sent: a retry after a lost reply sends again
- *   no-reassert  the re-assertion of an allocation the store forgot is skipped (needs the store's healing)
+ *   no-reassert  the store refuses to re-assert an allocation it forgot (and the campaign runs no `episodes repair`)
  */
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
+import { PipelineError } from '../src/domain/errors';
+import { ErrorType } from '../src/shared';
 import type { EpisodeStore } from '../src/store/episode-store';
 import { FileEpisodeStore } from '../src/store/file-store';
 import type { LockGuard } from '../src/store/pipeline-lock';
@@ -48,8 +50,25 @@ function unsafe(variant: Variant, store: EpisodeStore): EpisodeStore {
     case 'no-intent':
       return withoutIntents(store);
     case 'no-reassert':
-      throw new Error('no-reassert: this build has no re-assertion of a forgotten allocation to remove');
+      return withoutReassertion(store);
   }
+}
+
+/** The store refuses to write back a forgotten allocation, as before it could: the run's episode stays unknown. */
+function withoutReassertion(store: EpisodeStore): EpisodeStore {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop !== 'reassertAllocation') return Reflect.get(target, prop, receiver) as unknown;
+      const refuse: EpisodeStore['reassertAllocation'] = (claim) =>
+        Promise.reject(
+          new PipelineError(
+            ErrorType.EpisodeNotFound,
+            `episode ${claim.episodeId} does not exist (re-assertion removed)`,
+          ),
+        );
+      return refuse;
+    },
+  });
 }
 
 /** Every write that would record a new submission intent leaves the step as it was instead. */
