@@ -144,6 +144,8 @@ export class WorkerPool {
   private spawn(name: string, failpoints?: string): WorkerProcess {
     const s = this.settings;
     const target = s.store.target();
+    // Without the pipeline lock, a slow disk between decision and commit (300 ms) lets allocations of a week overlap.
+    if (s.unsafe === 'no-lock') failpoints = [failpoints, 'allocation.decided=delay:300'].filter(Boolean).join(',');
     return startWorkerProcess(name, {
       address: s.address(),
       taskQueue: s.taskQueue,
