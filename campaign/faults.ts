@@ -144,7 +144,12 @@ export class FaultRunner {
    * One armed worker at a time: started with `failpoint`, it either hits it (killed, or frozen then resumed) or is
    * retired as missed after ARMED_PATIENCE more accepted submissions. Resolves with whether it hit.
    */
-  private armed(f: PlannedFault, failpoint: string, mode: 'kill' | 'freeze', quiet = false): Promise<boolean> {
+  private armed(
+    f: PlannedFault,
+    failpoint: string,
+    mode: 'kill' | 'freeze',
+    { quiet = false, onArmed }: { quiet?: boolean; onArmed?: () => void } = {},
+  ): Promise<boolean> {
     const slot: ArmedSlot = 'wave' in f.trigger ? 'alloc' : 'main';
     return this.armedQueues[slot].run(async () => {
       const { pool } = this.env.stack;
@@ -154,6 +159,7 @@ export class FaultRunner {
       const w = await this.processes.run(() =>
         pool.arm(slot, failpoint, (how) => ended(mode === 'kill' && how.signal === 'SIGKILL' ? 'hit' : 'exit')),
       );
+      onArmed?.();
       if (mode === 'freeze') void this.watchFreeze(w).then((stopped) => stopped && ended('hit'));
       const patience = this.env.untilAccepted(this.env.accepted() + ARMED_PATIENCE).then(() => 'timeout' as const);
       const outcome = await Promise.race([done, patience, this.finishing.then(() => 'timeout' as const)]);
@@ -232,19 +238,22 @@ export class FaultRunner {
     const posts = new Map<string, number>();
     let retried!: () => void;
     const retry = new Promise<void>((resolve) => (retried = resolve));
+    let afterHit = false;
+    // After the hit: a lookup of, or a POST again with, a key charged meanwhile is the lost reply's retry.
     const off = this.env.onVendor((e) => {
       const lookup = /[?&]client_ref=([^&]+)/.exec(e.path)?.[1];
-      if (lookup !== undefined && posts.has(decodeURIComponent(lookup))) retried();
+      if (afterHit && lookup !== undefined && posts.has(decodeURIComponent(lookup))) retried();
       if (e.method !== 'POST' || !e.idempotencyKey) return;
-      const n = (posts.get(e.idempotencyKey) ?? 0) + 1;
-      posts.set(e.idempotencyKey, n);
-      if (n > 1) retried();
+      if (afterHit && posts.has(e.idempotencyKey)) retried();
+      posts.set(e.idempotencyKey, (posts.get(e.idempotencyKey) ?? 0) + 1);
     });
     try {
-      if (ignoreKeys) this.updateVendor((c) => ({ ...c, noIdempotency: true }));
+      const ignore = () => ignoreKeys && this.updateVendor((c) => ({ ...c, noIdempotency: true }));
       let hit: boolean;
-      if (f.failpoint) hit = await this.armed(f, f.failpoint, 'kill');
+      // Keys are ignored from the moment the fault can fire: the armed worker polls, or the drop is set.
+      if (f.failpoint) hit = await this.armed(f, f.failpoint, 'kill', { onArmed: ignore });
       else {
+        ignore();
         const dropped = this.waitForVendor((e) => e.dropped);
         this.line(f, 'injected', { ignoreKeys });
         this.updateVendor((c) => ({ ...c, acceptThenDrop: { count: 1 } }));
@@ -252,6 +261,7 @@ export class FaultRunner {
         this.line(f, 'hit', { key: e.idempotencyKey, job: e.jobId });
         hit = true;
       }
+      afterHit = true;
       if (hit && ignoreKeys) await Promise.race([retry, this.env.untilAccepted(this.env.accepted() + ARMED_PATIENCE)]);
     } finally {
       off();
@@ -301,7 +311,7 @@ export class FaultRunner {
   private async vendorRepeat(f: PlannedFault): Promise<void> {
     const repeated = this.waitForVendor((e) => e.note === 'repeat-completion');
     this.updateVendor((c) => ({ ...c, repeatCompletion: { count: 1_000 } }));
-    const killed = await this.armed(f, 'submission.artifact-downloaded=kill@1', 'kill', true);
+    const killed = await this.armed(f, 'submission.artifact-downloaded=kill@1', 'kill', { quiet: true });
     const e = killed
       ? await Promise.race([repeated.promise, this.env.untilAccepted(this.env.accepted() + ARMED_PATIENCE)])
       : undefined;

@@ -7,8 +7,7 @@
  *   --replay FILE    run that plan.json again (its seed, store and faults)
  *   --docs           write the table into docs/reliability.md between its markers (`<!-- campaign:<store> -->`)
  *   --without K,...  leave these fault kinds out of the plan (e.g. store-restore,pg-failover)
- *   --unsafe V       test-only: workers from campaign/unsafe-worker.ts (no-lock, no-key-lookup, no-intent,
- *                    no-reassert), to show
+ *   --unsafe V       test-only: workers from campaign/unsafe-worker.ts (no-lock, no-intent, no-reassert), to show
  *                    that the checker finds what each protection prevents
  *
  * Exit 0 when every invariant holds, 1 on any violation.
@@ -41,7 +40,7 @@ const optionsSchema = z.object({
   out: z.string().optional(),
   replay: z.string().optional(),
   docs: z.boolean(),
-  unsafe: z.enum(['no-lock', 'no-key-lookup', 'no-intent', 'no-reassert']).optional(),
+  unsafe: z.enum(['no-lock', 'no-intent', 'no-reassert']).optional(),
   without: z
     .string()
     .default('')

@@ -4,15 +4,16 @@
  * `--unsafe <variant>` (an argument of this entry point; nothing in src/ reads a switch for it). Never deploy it.
  *
  *   no-lock      the file store's pipeline lock does nothing: allocations race (duplicate episodes)
- *   no-key-lookup  the file store's allocation finds no episode for its key: every retry, re-run or reset of a run
- *                gets a new episode (duplicate episodes)
- *   no-intent    a submission's intent is never saved before it is sent: a retry after a lost reply sends again
+ *   no-intent    a submission's intent is invisible to its retry (as if not saved before the send): a retry after a
+ *                lost reply sends again
  *   no-reassert  the store refuses to re-assert an allocation it forgot (and the campaign runs no `episodes repair`)
  */
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { PipelineError } from '../src/domain/errors';
 import { ErrorType } from '../src/shared';
+import type { EpisodeId } from '../src/domain/episode-id';
+import type { EpisodeState } from '../src/domain/episode-state';
 import type { EpisodeStore } from '../src/store/episode-store';
 import { FileEpisodeStore } from '../src/store/file-store';
 import type { LockGuard } from '../src/store/pipeline-lock';
@@ -21,7 +22,7 @@ import { loadConfig } from '../src/config';
 import { installTelemetry, loadTelemetryConfig } from '../src/telemetry';
 import { buildDeps, createWorker } from '../src/worker';
 
-export const UNSAFE_VARIANTS = ['no-lock', 'no-key-lookup', 'no-intent', 'no-reassert'] as const;
+export const UNSAFE_VARIANTS = ['no-lock', 'no-intent', 'no-reassert'] as const;
 type Variant = (typeof UNSAFE_VARIANTS)[number];
 
 function unsafe(variant: Variant, store: EpisodeStore): EpisodeStore {
@@ -39,12 +40,6 @@ function unsafe(variant: Variant, store: EpisodeStore): EpisodeStore {
           }),
       };
       (store as unknown as { lock: unknown }).lock = noLock;
-      return store;
-    }
-    case 'no-key-lookup': {
-      if (!(store instanceof FileEpisodeStore)) throw new Error('no-key-lookup: the file store only');
-      // The allocator's read of the key's index (its only way to find the key's episode) always finds nothing.
-      (store as unknown as { allocator: { readKeyIndex: () => undefined } }).allocator.readKeyIndex = () => undefined;
       return store;
     }
     case 'no-intent':
@@ -71,24 +66,20 @@ function withoutReassertion(store: EpisodeStore): EpisodeStore {
   });
 }
 
-/** Every write that would record a new submission intent leaves the step as it was instead. */
+/**
+ * A submission's intent is never there when a retry looks: reads show a step whose only record is its intent as if
+ * nothing was saved before the send. (Writes go through, so that the first attempt's own records stay whole.)
+ */
 function withoutIntents(store: EpisodeStore): EpisodeStore {
+  const hide = (s: EpisodeState): EpisodeState => ({
+    ...s,
+    steps: Object.fromEntries(Object.entries(s.steps).filter(([, r]) => r.status !== 'intent')),
+  });
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop !== 'updateEpisode') return Reflect.get(target, prop, receiver) as unknown;
-      const update: EpisodeStore['updateEpisode'] = (id, change) =>
-        target.updateEpisode(id, (s) => {
-          const next = change(s);
-          const steps = { ...next.steps };
-          for (const [key, r] of Object.entries(steps)) {
-            if (r.status !== 'intent' || s.steps[key]?.status === 'intent') continue;
-            const before = s.steps[key];
-            if (before) steps[key] = before;
-            else delete steps[key];
-          }
-          return { ...next, steps };
-        });
-      return update;
+      if (prop === 'requireEpisode') return (id: EpisodeId) => target.requireEpisode(id).then(hide);
+      if (prop === 'getEpisode') return (id: EpisodeId) => target.getEpisode(id).then((s) => s && hide(s));
+      return Reflect.get(target, prop, receiver) as unknown;
     },
   });
 }
