@@ -76,10 +76,12 @@ function withoutIntents(store: EpisodeStore): EpisodeStore {
     steps: Object.fromEntries(Object.entries(s.steps).filter(([, r]) => r.status !== 'intent')),
   });
   return new Proxy(store, {
-    get(target, prop, receiver) {
+    get(target, prop) {
       if (prop === 'requireEpisode') return (id: EpisodeId) => target.requireEpisode(id).then(hide);
       if (prop === 'getEpisode') return (id: EpisodeId) => target.getEpisode(id).then((s) => s && hide(s));
-      return Reflect.get(target, prop, receiver) as unknown;
+      // Everything else on the store itself: its own reads inside a write see the real records.
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
 }
