@@ -53,7 +53,11 @@ class Mutex {
 export class FaultRunner {
   private readonly processes = new Mutex();
   private readonly storeFaults = new Mutex();
-  private readonly armedQueues: Record<ArmedSlot, Mutex> = { alloc: new Mutex(), main: new Mutex() };
+  private readonly armedQueues: Record<ArmedSlot, Mutex> = {
+    alloc: new Mutex(),
+    main: new Mutex(),
+    vendor: new Mutex(),
+  };
   private readonly lost: PlannedFault[] = [];
   private keysWindowOpen = false;
   private endCampaign!: () => void;
@@ -150,7 +154,7 @@ export class FaultRunner {
     mode: 'kill' | 'freeze',
     { quiet = false, onArmed }: { quiet?: boolean; onArmed?: () => void } = {},
   ): Promise<boolean> {
-    const slot: ArmedSlot = 'wave' in f.trigger ? 'alloc' : 'main';
+    const slot: ArmedSlot = 'wave' in f.trigger ? 'alloc' : f.kind.startsWith('vendor-') ? 'vendor' : 'main';
     return this.armedQueues[slot].run(async () => {
       const { pool } = this.env.stack;
       let ended!: (outcome: 'hit' | 'exit') => void;

@@ -1,7 +1,7 @@
 /**
  * The campaign's worker processes (`node dist/src/worker.js` as deployed, through the tests' startWorkerProcess): N
  * base workers, each replaced when it dies, plus at most one armed worker per slot (`alloc` for the allocations of a
- * wave, `main` for the rest), started with a failpoint (`point=kill@n` or `point=stop@n`) so that a fault fires at a
+ * wave, `vendor` for the vendor faults that need a worker's death, `main` for the rest), started with a failpoint (`point=kill@n` or `point=stop@n`) so that a fault fires at a
  * logical moment of the protocol.
  */
 import { readFileSync } from 'node:fs';
@@ -20,7 +20,7 @@ export interface WorkerSettings {
   unsafe?: string;
 }
 
-export type ArmedSlot = 'alloc' | 'main';
+export type ArmedSlot = 'alloc' | 'main' | 'vendor';
 
 export class WorkerPool {
   private readonly base: (WorkerProcess | undefined)[];
