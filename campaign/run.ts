@@ -117,6 +117,7 @@ async function main(): Promise<number> {
         ...run.triggerKeys.map((key, i) => ({ key, reworks: reworksOf(plan.triggers[i]?.decisions ?? []) })),
       ],
       stuck: run.stuck,
+      requireEveryKind: weeks >= 52,
     });
     await fs.writeFile(path.join(out, 'driver.json'), JSON.stringify({ ...run, cliEnv: undefined }, null, 2) + '\n');
   } finally {
