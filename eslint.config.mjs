@@ -58,6 +58,9 @@ const LAYERS = [
   // The two front doors: the `episodes` CLI and the review desk (web). Each may use the other's modules.
   [{ name: 'cli and review desk', paths: ['src/cli.ts', 'src/cli', 'src/review'] }],
   [{ name: 'demo', paths: ['src/demo.ts'] }],
+  // `npm run campaign` (campaign/, like bench/ outside the layers) drives the whole stack; its checker is independent
+  // of the code it checks, so it imports nothing of src/ at all.
+  [{ name: 'campaign checker', paths: ['campaign/check'], only: [] }],
 ];
 /** Why `unit` (on floor `level`) may not import `other`, or undefined when it may. */
 function forbidden(unit, level, other, otherLevel) {
@@ -101,6 +104,10 @@ export default tseslint.config(
     plugins: { 'import-x': importX },
     settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: 'tsconfig.json' })] },
     rules: { 'import-x/no-cycle': 'error' },
+  },
+  {
+    files: ['campaign/check/**/*.ts'],
+    rules: { 'import-x/no-restricted-paths': ['error', { zones: layerZones }] },
   },
   {
     files: ['src/**/*.ts'],
@@ -170,7 +177,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'campaign/**/*.ts'],
     rules: {
       // Tests read parsed JSON from child processes and Temporal failures; narrowing every field is noise there.
       '@typescript-eslint/no-unsafe-member-access': 'off',

@@ -12,6 +12,9 @@ import { PipelineLock, type LockGuard } from '../../src/store/pipeline-lock';
 import { PostgresEpisodeStore } from '../../src/store/postgres-store';
 import { lockOptionsFromEnv, storeEnvironment } from '../../src/store/store-config';
 import { failpoint } from '../../src/failpoints';
+import type { EpisodeId } from '../../src/domain/episode-id';
+import { ErrorType, PipelineError } from '../../src/domain/errors';
+import type { EpisodeState } from '../../src/domain/episode-state';
 
 export const unsafeVariantSchema = z.enum([
   /** Allocation without the pipeline lock (file: no lock directory; PostgreSQL: no advisory lock). */
@@ -20,12 +23,18 @@ export const unsafeVariantSchema = z.enum([
   'split-allocation',
   /** File store: a holder is taken over only once stale, never on the kernel's proof that it died. */
   'stale-only-lock',
+  /** A submission's intent is invisible to its retry (as if not saved before the send): a retry after a lost reply sends again. */
+  'no-intent',
+  /** The store refuses to re-assert an allocation it forgot: the run's episode stays unknown. */
+  'no-reassert',
 ]);
 export type UnsafeVariant = z.infer<typeof unsafeVariantSchema>;
 
 /** The store `openStore(selection)` would open, with `variant`'s protection removed (none: the real store). */
 export function openUnsafeStore(variant: UnsafeVariant | undefined, selection: StoreSelection = {}): EpisodeStore {
   if (variant === undefined) return openStore(selection);
+  if (variant === 'no-intent') return withoutIntents(openStore(selection));
+  if (variant === 'no-reassert') return withoutReassertion(openStore(selection));
   const env = storeEnvironment();
   const lock = lockOptionsFromEnv();
   // openStore's precedence: an explicit URL, then an explicit data dir, then the environment's URL.
@@ -80,4 +89,41 @@ export class SplitAllocationPostgresStore extends PostgresEpisodeStore {
     });
     return { episodeId: decision.episodeId, weekId: request.weekId, sequence: decision.sequence, created: true };
   }
+}
+
+/** The store refuses to write back a forgotten allocation, as before it could: the run's episode stays unknown. */
+function withoutReassertion(store: EpisodeStore): EpisodeStore {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop !== 'reassertAllocation') return Reflect.get(target, prop, receiver) as unknown;
+      const refuse: EpisodeStore['reassertAllocation'] = (claim) =>
+        Promise.reject(
+          new PipelineError(
+            ErrorType.EpisodeNotFound,
+            `episode ${claim.episodeId} does not exist (re-assertion removed)`,
+          ),
+        );
+      return refuse;
+    },
+  });
+}
+
+/**
+ * A submission's intent is never there when a retry looks: reads show a step whose only record is its intent as if
+ * nothing was saved before the send. (Writes go through, so that the first attempt's own records stay whole.)
+ */
+function withoutIntents(store: EpisodeStore): EpisodeStore {
+  const hide = (s: EpisodeState): EpisodeState => ({
+    ...s,
+    steps: Object.fromEntries(Object.entries(s.steps).filter(([, r]) => r.status !== 'intent')),
+  });
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'requireEpisode') return (id: EpisodeId) => target.requireEpisode(id).then(hide);
+      if (prop === 'getEpisode') return (id: EpisodeId) => target.getEpisode(id).then((s) => s && hide(s));
+      // Everything else on the store itself: its own reads inside a write see the real records.
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
