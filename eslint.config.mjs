@@ -43,7 +43,11 @@ const LAYERS = [
     { name: 'workflows', paths: ['src/workflows'], only: ['domain', 'activities'] },
   ],
   // src/process/: the wiring of the processes (configuration, connection, telemetry, the worker's options).
-  [{ name: 'config', paths: ['src/process/config.ts'] }],
+  [
+    { name: 'config', paths: ['src/process/config.ts'] },
+    // The workflow bundle and the hash of its code, which the deployment's build id derives from.
+    { name: 'workflow-bundle', paths: ['src/process/workflow-bundle.ts'] },
+  ],
   [
     // Process config the worker and the review desk both read (webhook and public URL of the desk).
     { name: 'review-notice-config', paths: ['src/process/review-notice-config.ts'] },
@@ -51,10 +55,9 @@ const LAYERS = [
     { name: 'temporal-connection', paths: ['src/process/temporal-connection.ts'] },
     { name: 'temporal-namespace', paths: ['src/process/temporal-namespace.ts'] },
     { name: 'worker-cache', paths: ['src/process/worker-cache.ts'] },
-    { name: 'workflow-bundle', paths: ['src/process/workflow-bundle.ts'] },
     { name: 'worker-deployment', paths: ['src/process/worker-deployment.ts'] },
   ],
-  [{ name: 'worker', paths: ['src/worker.ts'] }],
+  [{ name: 'worker', paths: ['src/process/worker.ts', 'src/worker.ts'] }],
   // The two front doors: the `episodes` CLI and the review desk (web). Each may use the other's modules.
   [{ name: 'cli and review desk', paths: ['src/cli.ts', 'src/cli', 'src/review'] }],
   [{ name: 'demo', paths: ['src/demo.ts'] }],

@@ -25,7 +25,7 @@ import { vendorPriceSource, type PriceSource } from './review/prices';
 import { ReviewerStore, reviewersFile } from './review/reviewers';
 import { startReviewDesk } from './review/server';
 import { connectClient } from './process/temporal-connection';
-import { createWorker } from './worker';
+import { createWorker } from './process/worker';
 import { loadReviewNoticeSettings } from './process/review-notice-config';
 import { adoptFirstBuild, versionName } from './process/worker-deployment';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';

@@ -3,13 +3,13 @@
  * the worker's start line, `episodes deploy` and `episodes cluster` read and make through the Workflow service.
  * Which workflow type is PINNED and which AUTO_UPGRADE, and why: docs/deploy.md.
  */
-import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConnectionLike } from '@temporalio/client';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { Worker, type NativeConnection, type WorkerDeploymentOptions, type WorkerOptions } from '@temporalio/worker';
 import { readSettings } from '../settings/read';
 import { settingDefault } from '../settings/table';
+import { codeHash } from './workflow-bundle';
 
 export const DEFAULT_DEPLOYMENT_NAME = settingDefault('EPISODES_DEPLOYMENT_NAME');
 
@@ -24,7 +24,10 @@ export function loadDeploymentSettings(env: NodeJS.ProcessEnv = process.env): De
   return { deploymentName: s.EPISODES_DEPLOYMENT_NAME, buildId: s.EPISODES_BUILD_ID };
 }
 
-/** The first 12 hex digits of the bundle's sha256: the same bundle gives the same build id on every host. */
+/**
+ * The first 12 hex digits of the bundle's code hash (codeHash: without the source map, which names the checkout's
+ * path): the same code gives the same build id on every host and in every directory.
+ */
 export function buildIdOfBundle(sha256: string): string {
   return sha256.slice(0, 12);
 }
@@ -45,7 +48,7 @@ export function workerDeploymentOptions(version: WorkerDeploymentVersion): Worke
 
 /** The version of a bundle's code on the default deployment (tests and the bench, which bundle in process). */
 export function versionOfCode(code: string, settings: DeploymentSettings = loadDeploymentSettings({})) {
-  return deploymentVersion(settings, createHash('sha256').update(code).digest('hex'));
+  return deploymentVersion(settings, codeHash(code));
 }
 
 /**

@@ -5,7 +5,7 @@
  *
  * The manifest fingerprints every compiled source under dist/src and the SDK's workflow package: a bundle older than
  * the code beside it (e.g. after a bare `tsc`) is never run. The worker then bundles from sources and says so.
- * The worker's build id (src/worker-deployment.ts) is derived from the hash of the code it runs.
+ * The worker's build id (src/process/worker-deployment.ts) derives from codeHash: the hash of the code it runs.
  */
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
@@ -34,6 +34,14 @@ export function manifestPath(codePath: string): string {
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
+/**
+ * The hash the build id derives from: the code without its inline source map, which names the absolute path of the
+ * checkout it was built in. The same commit built in two directories (CI, a deploy host) is then one version.
+ */
+export function codeHash(code: string | Buffer): string {
+  return sha256(code.toString().replace(/\n\/\/# sourceMappingURL=data:[^\n]*\s*$/, '\n'));
+}
+
 /** What the bundle was built from: every compiled file under dist/src and the SDK's workflow runtime version. */
 async function sourcesFingerprint(): Promise<string> {
   const root = path.join(DIST, 'src');
@@ -54,7 +62,7 @@ export async function buildWorkflowBundle(codePath = DEFAULT_BUNDLE_PATH, logger
   return writeWorkflowBundle(codePath, code);
 }
 
-/** Writes the code and its manifest (hash of the code, fingerprint of the sources it was built from). */
+/** Writes the code and its manifest (hash of the file, fingerprint of the sources it was built from); returns codeHash. */
 export async function writeWorkflowBundle(codePath: string, code: string): Promise<string> {
   await fs.writeFile(codePath, code);
   const manifest: z.infer<typeof manifestSchema> = {
@@ -64,7 +72,7 @@ export async function writeWorkflowBundle(codePath: string, code: string): Promi
     built_at: new Date().toISOString(),
   };
   await fs.writeFile(manifestPath(codePath), `${JSON.stringify(manifest, null, 2)}\n`);
-  return manifest.code_sha256;
+  return codeHash(code);
 }
 
 /** The bundle when it is present and current, else the sources with the reason. Never throws for a bad bundle. */
@@ -82,12 +90,11 @@ export async function resolveWorkflowSource(env: NodeJS.ProcessEnv = process.env
     const missing = (e as NodeJS.ErrnoException).code === 'ENOENT';
     return sources(missing ? `no pre-built bundle at ${codePath} (npm run build writes it)` : `unreadable ${codePath}`);
   }
-  const codeHash = sha256(code);
-  if (codeHash !== manifest.code_sha256) return sources(`${codePath} does not match its manifest`);
+  if (sha256(code) !== manifest.code_sha256) return sources(`${codePath} does not match its manifest`);
   if ((await sourcesFingerprint()) !== manifest.sources_sha256) {
     return sources(`${codePath} is older than the compiled sources (run npm run build)`);
   }
-  return { kind: 'bundle', codePath, sha256: codeHash };
+  return { kind: 'bundle', codePath, sha256: codeHash(code) };
 }
 
 /**
@@ -107,7 +114,7 @@ export async function workflowSourceOptions(
   }
   logger.warn(`worker: bundling workflows from sources at start: ${source.reason}`);
   const { code } = await bundleWorkflowCode({ workflowsPath: source.workflowsPath, logger });
-  return { options: { workflowBundle: { code } }, sha256: sha256(code) };
+  return { options: { workflowBundle: { code } }, sha256: codeHash(code) };
 }
 
 if (require.main === module) {

@@ -4,7 +4,7 @@
  */
 import { loadConfig } from '../../src/process/config';
 import { storeApplicationName } from '../../src/store/open-store';
-import { runWorker } from '../../src/worker';
+import { runWorker } from '../../src/process/worker';
 import { openUnsafeStore, unsafeVariantSchema } from './unsafe-stores';
 
 const variant = unsafeVariantSchema.parse(process.argv[2]);

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { episodeIdOfWorkflowId } from '../../src/domain/names';
 import { createLogger, loadTelemetryConfig } from '../../src/process/telemetry';
 import { DEFAULT_MAX_CACHED_WORKFLOWS, workerCacheOptions } from '../../src/process/worker-cache';
-import { manifestPath, resolveWorkflowSource, writeWorkflowBundle } from '../../src/process/workflow-bundle';
+import { codeHash, manifestPath, resolveWorkflowSource, writeWorkflowBundle } from '../../src/process/workflow-bundle';
 
 describe('telemetry and worker settings from the environment', () => {
   it('metrics are off unless EPISODES_METRICS_ADDRESS is a host:port; text logs by default', () => {
@@ -94,6 +94,17 @@ describe('pre-built workflow bundle: used only when current', () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bundle-'));
   });
   afterEach(() => fs.rm(dir, { recursive: true, force: true }));
+
+  it('the code hash (the build id) ignores the inline source map, which names the checkout; code changes change it', async () => {
+    const map = (dir: string) =>
+      `\n//# sourceMappingURL=data:application/json;base64,${Buffer.from(dir).toString('base64')}`;
+    const a = await writeWorkflowBundle(path.join(dir, 'a.js'), `exports.x = 1;${map('/work/a/dist')}`);
+    const b = await writeWorkflowBundle(path.join(dir, 'b.js'), `exports.x = 1;${map('/tmp/ci/dist')}`);
+    const c = await writeWorkflowBundle(path.join(dir, 'c.js'), `exports.x = 2;${map('/work/a/dist')}`);
+    assert.equal(a, b);
+    assert.notEqual(a, c);
+    assert.equal(a, codeHash('exports.x = 1;\n'));
+  });
 
   it('a current bundle is loaded by path with its sha256; tampered, stale, missing or off → sources, with why', async () => {
     const codePath = path.join(dir, 'workflow-bundle.js');
