@@ -3,6 +3,8 @@
  * Production code has no option or variable for any of these: a test, or a test-only entry point (alloc-client.ts,
  * unsafe-worker.ts, bench/alloc-proc.ts), builds them here from the same settings `openStore()` reads.
  */
+import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
 import type { PoolClient } from 'pg';
 import { z } from 'zod';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from '../../src/store/episode-store';
@@ -57,10 +59,18 @@ export function openUnsafeStore(variant: UnsafeVariant | undefined, selection: S
   throw new Error(`no ${variant} variant of the ${url ? 'PostgreSQL' : 'file'} store`);
 }
 
-/** A pipeline lock that is never taken. */
+/**
+ * A pipeline lock that is never taken. Its writes are staged beside the data dir (same filesystem), where the real
+ * lock stages them in the holder's fence: an allocation stages the new episode's state before its directory exists.
+ */
 class NoPipelineLock extends PipelineLock {
   override withLock<T>(critical: (guard: LockGuard) => Promise<T>): Promise<T> {
-    return critical({ assertHeld: () => undefined, commitPrefix: () => undefined });
+    const staging = `${this.dataDir}.unsafe-staging`;
+    mkdirSync(staging, { recursive: true });
+    return critical({
+      assertHeld: () => undefined,
+      commitPrefix: (file) => path.join(staging, file.replace(/[^A-Za-z0-9.-]/g, '_')),
+    });
   }
 }
 
