@@ -202,7 +202,18 @@ export function charged(s: EpisodeState, c: Charge, artifact: MediaFile | null, 
     recorded_at: new Date().toISOString(),
   };
   const base = record ?? forgottenRecord(at, job);
-  const step: StepRecord = { ...base, ...reference(job, record), status, artifact, charged: true, error: null };
+  // The intent came no later than the acceptance: a record rebuilt after a restore (bare, dated when it was rebuilt)
+  // must not look like a step begun later (a reassembly after completion, to `episodes verify`).
+  const intentAt = Date.parse(base.intent_at) > Date.parse(job.accepted_at) ? job.accepted_at : base.intent_at;
+  const step: StepRecord = {
+    ...base,
+    ...reference(job, record),
+    intent_at: intentAt,
+    status,
+    artifact,
+    charged: true,
+    error: null,
+  };
   return {
     ...s,
     ledger: existing ? s.ledger : [...s.ledger, entry],

@@ -8,6 +8,7 @@ import { failpoint } from '../failpoints';
 import type { VendorJob } from '../vendor-api/api';
 import type { VendorClient } from '../vendor-api/client';
 import { isVendorError } from '../vendor-api/vendor-error';
+import { activityContext } from './activity-context';
 import { countBudgetRefusal, countSubmission } from './metrics';
 import {
   lookUpJob,
@@ -33,18 +34,26 @@ export async function submitPaidStep(deps: PaidStepDeps, input: PaidStepInput): 
   }
 
   const client = await vendorClient(deps, at.id);
-  if (record?.status === 'intent') {
-    // An earlier attempt saved the intent and may have sent it: find out before sending anything.
-    const job = await earlierJob(deps, client, at);
-    if (job) return found(deps, at, job);
-  } else {
+  // An earlier attempt saved the intent and may have sent it. So may a retry's earlier attempt whose intent a restore
+  // forgot with everything after it (no record at all): find out before sending anything.
+  const mayHaveSent = record?.status === 'intent' || (record === undefined && isRetry());
+  if (record?.status !== 'intent') {
     await checkBudget(deps, client, at, state);
     const intent = newIntent(input, at.ref, record);
     await saveStep(deps.store, at, () => intent);
     record = intent;
     await failpoint('submission.intent-saved');
   }
+  if (mayHaveSent) {
+    const job = await earlierJob(deps, client, at);
+    if (job) return found(deps, at, job);
+  }
   return send(deps, client, at, record.spec);
+}
+
+/** Temporal ran this activity before (attempt > 1); outside an activity (a CLI) there is no earlier attempt. */
+function isRetry(): boolean {
+  return (activityContext()?.info.attempt ?? 1) > 1;
 }
 
 /** Sends the saved spec once; an answer that leaves the outcome unknown is settled by a lookup, never a resend. */

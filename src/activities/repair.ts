@@ -15,14 +15,15 @@ import { paidStepSchema } from '../domain/paid-step';
 import { ErrorType } from '../domain/errors';
 import { ledgerProblems } from './completion-check';
 import type { RecordedCompletion, RecordedProduction } from './completion-records';
-import { bareRecord, vendorClient, type PaidStepDeps, type StepRef } from './paid-step-record';
+import type { ParkedStep } from './parked-steps';
+import { bareRecord, markNeedsReconciliation, vendorClient, type PaidStepDeps, type StepRef } from './paid-step-record';
 import { settledStep, settleStep } from './paid-step-settle';
 import { reassertForgotten } from './reassertion';
 
 export interface RepairAction {
   episode_id: string;
   /** What was (or, in a dry run, would be) done; `refused` and `conflict` need an operator. */
-  action: 'allocation-reasserted' | 'completion-reapplied' | 'conflict' | 'refused';
+  action: 'allocation-reasserted' | 'completion-reapplied' | 'step-parked' | 'conflict' | 'refused';
   detail: string;
 }
 
@@ -53,6 +54,27 @@ export async function repairProduction(
     actions.push(act(e.type === ErrorType.AllocationConflict ? 'conflict' : 'refused', `${e.type}: ${e.message}`));
   }
   return actions;
+}
+
+/**
+ * A step parked in Temporal whose `needs_reconciliation` record the store forgot: written back with the reason
+ * Temporal recorded, so that `episodes status` shows it and `episodes reconcile` settles it. A record with a vendor
+ * job is left alone (the operator's `reconcile` is then refused and the step's state says why).
+ */
+export async function repairParkedStep(deps: PaidStepDeps, p: ParkedStep, dryRun: boolean): Promise<RepairAction[]> {
+  const { episodeId: id } = parseEpisodeId(p.episodeId);
+  const key = stepKey(p.step, p.round);
+  const at: StepRef = { id, step: p.step, round: p.round, key, ref: idempotencyKey(id, p.step, p.round) };
+  const state = await deps.store.getEpisode(id);
+  const act = (action: RepairAction['action'], detail: string): RepairAction[] => [{ episode_id: id, action, detail }];
+  if (!state) return act('refused', `${at.key} parked in Temporal, and the store has no such episode`);
+  const record = state.steps[at.key];
+  if (record?.status === 'needs_reconciliation' || record?.remote_job_id) return [];
+  if (!dryRun) await markNeedsReconciliation(deps.store, at, p.why);
+  return act(
+    'step-parked',
+    `${at.key} parked in Temporal, its record forgotten (${record?.status ?? 'none'}): ${p.why}`,
+  );
 }
 
 /** The store shows the episode completed with the recorded history entry. */

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { temporalAllocationRecords } from '../activities/allocation-records';
 import { recordedProductions } from '../activities/completion-records';
-import { repairProduction, type RepairAction } from '../activities/repair';
+import { parkedSteps } from '../activities/parked-steps';
+import { repairParkedStep, repairProduction, type RepairAction } from '../activities/repair';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../domain/errors';
 import { envCredentialsLoader } from '../vendor-api/credentials';
@@ -17,7 +18,7 @@ export function registerRepairCommands(program: Command, ctx: CliContext): void 
   program
     .command('repair')
     .description(
-      "re-apply forgotten allocations and completions from what Temporal recorded (the task queue's productions)",
+      "re-apply forgotten allocations, completions and parked steps from what Temporal recorded (the task queue's)",
     )
     .option('--dry-run', 'list what would be repaired; write nothing, call no vendor')
     .option('--json', 'machine-readable output')
@@ -34,6 +35,10 @@ export function registerRepairCommands(program: Command, ctx: CliContext): void 
       const actions: RepairAction[] = [];
       // In episode order, so that a week's forgotten ids come back from the lowest.
       for (const p of productions) actions.push(...(await repairProduction(deps, p, opts.dryRun ?? false)));
+      // Then the steps parked in Temporal whose parked record the store forgot (their episodes are back by now).
+      for (const p of await parkedSteps(client, ctx.config.taskQueue)) {
+        actions.push(...(await repairParkedStep(deps, p, opts.dryRun ?? false)));
+      }
       const stuck = actions.filter((a) => a.action === 'conflict' || a.action === 'refused');
       if (opts.json) printJson({ dry_run: opts.dryRun ?? false, productions_checked: productions.length, actions });
       else {

@@ -83,6 +83,16 @@ describe('paid steps when the store forgets its last writes (activity level, no 
       finalVideo: 'assembly-r0',
       finalCover: 'cover-r0',
     });
+  /** The same activity as Temporal's attempt 2 runs it (the first attempt died or failed after it sent). */
+  const retry = new MockActivityEnvironment({ attempt: 2 }, { logger: new DefaultLogger('ERROR') });
+  const submitAgain = (step: PaidStep) =>
+    retry.run<[PaidStepInput], SubmittedStep, Activities['submitPaidStep']>(acts.submitPaidStep, {
+      episodeId: id,
+      step,
+      round: 0,
+      spec: SPECS[step],
+    });
+  const posts = () => vendor.requests().filter((r) => r.method === 'POST' && r.path === '/v1/jobs').length;
   const lookups = () => vendor.requests().filter((r) => r.path.includes('client_ref=')).length;
   /** Back to the state in which the step's record was a bare intent: its reference (and all after it) forgotten. */
   const forgetReference = (step: PaidStep) =>
@@ -225,6 +235,69 @@ describe('paid steps when the store forgets its last writes (activity level, no 
       state.ledger.map((l) => l.step),
       ['cover'],
       'no ledger line for the video',
+    );
+  });
+
+  it('a retry whose sent intent was forgotten, at a vendor that ignores keys: parked, never sent again', async () => {
+    await store.updateEpisode(id, (s) => s); // the backup: before the intent
+    await submit('video');
+    await store.rollBack(id, (s) => !s.steps['video-r0']);
+    vendor.setFaults({ noIdempotency: true });
+    await assert.rejects(
+      submitAgain('video'),
+      (e) => e instanceof ApplicationFailure && e.type === ErrorType.SubmissionOutcomeUnknown && e.nonRetryable,
+    );
+    assert.equal(vendor.billing().length, 1, 'charged once: the retry did not send again');
+    const parked = (await store.requireEpisode(id)).steps['video-r0']!;
+    assert.equal(parked.status, 'needs_reconciliation');
+    assert.deepEqual(parked.spec, SPECS.video, 'the intent keeps its spec for a resend after --not-submitted');
+  });
+
+  it('a retry whose sent intent was forgotten, at a vendor that can look up: the job is adopted, nothing sent', async () => {
+    await store.updateEpisode(id, (s) => s);
+    const first = await submit('video');
+    await store.rollBack(id, (s) => !s.steps['video-r0']);
+    const sent = posts();
+    const again = await submitAgain('video');
+    assert.equal(again.remoteJobId, first.remoteJobId, 'the job found by its idempotency key');
+    assert.equal(posts(), sent, 'no second POST /v1/jobs');
+    const done = await wait('video');
+    assert.equal(done.costCents, 4200);
+    await assertLedgerIsBilling();
+  });
+
+  it('a completion retried after its assembly was forgotten and reconciled: episodes verify is clean', async () => {
+    const video = await run('video', 0, SPECS.video);
+    const cover = await run('cover', 0, SPECS.cover);
+    await run('assembly', 0, { video_job: video.remoteJobId, cover_job: cover.remoteJobId });
+    // Workflow time: every attempt of the completion carries the instant it was scheduled.
+    const input = {
+      episodeId: id,
+      completedAt: new Date().toISOString(),
+      finalVideo: 'assembly-r0',
+      finalCover: 'cover-r0',
+    };
+    const completeAt = () =>
+      mock.run<[CompleteInput], HistoryEntry, Activities['completeEpisode']>(acts.completeEpisode, input);
+    // A restore to before the assembly, at a vendor that cannot look jobs up: the completion parks the step.
+    await store.rollBack(id, (s) => s.steps['cover-r0']?.charged === true && !s.steps['assembly-r0']);
+    vendor.setFaults({ noIdempotency: true });
+    await assert.rejects(completeAt(), (e) => e instanceof ApplicationFailure && e.type === ErrorType.RemoteJobUnknown);
+    const parked = (await store.requireEpisode(id)).steps['assembly-r0']!;
+    assert.equal(parked.status, 'needs_reconciliation');
+    // What `episodes reconcile <id> --step assembly-r0 --remote-job J` writes; then the completion's next attempt.
+    const job = vendor.billing().find((c) => c.client_ref === parked.idempotency_key)!;
+    await store.updateEpisode(id, (s) => ({
+      ...s,
+      steps: { ...s.steps, 'assembly-r0': { ...parked, status: 'submitted', remote_job_id: job.job_id, error: null } },
+    }));
+    vendor.setFaults({});
+    const entry = await completeAt();
+    await assertLedgerIsBilling();
+    const assembly = (await store.requireEpisode(id)).steps['assembly-r0']!;
+    assert.ok(
+      Date.parse(assembly.intent_at) <= Date.parse(entry.completed_at),
+      `the rebuilt assembly record (intent ${assembly.intent_at}) does not date from after the completion (${entry.completed_at})`,
     );
   });
 });
