@@ -21,7 +21,7 @@ import { REPO_ROOT, createTestEnv, uniqueTaskQueue, workflowBundle } from '../he
 import {
   approveProductions,
   assertInvariants,
-  formatTable,
+  reportTable,
   sleep,
   newStoreTarget,
   openTarget,
@@ -127,7 +127,7 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
       seconds: '',
     }));
     const table = (kind: StoreKind) => ROWS[kind].map((p) => rows.get(`${kind} ${p}`) ?? notRun(kind, p));
-    console.log(`\ncrash matrix\n${formatTable([...table('file'), ...migrationRows, ...table('postgres')])}\n`);
+    await reportTable('crash matrix', [...table('file'), ...migrationRows, ...table('postgres')]);
   });
 
   it('covers every failpoint in src/: weekly-run points here, migration points in the migration crash test', () => {
