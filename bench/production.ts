@@ -12,7 +12,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { Worker } from '@temporalio/worker';
 import { createActivities } from '../src/activities';
 import { FileEpisodeStore } from '../src/store/file-store';
 import type { episodeProductionWorkflow } from '../src/workflows/episode-production';
@@ -20,10 +19,11 @@ import { productionWorkflowId } from '../src/domain/names';
 import { approveSignal } from '../src/workflows/messages';
 import type { weeklyEpisodeWorkflow } from '../src/workflows/weekly-episode';
 import { spawnNode } from '../test/helpers/processes';
+import { createTestWorker } from '../test/helpers/temporal';
 import { createFloorActivities } from './floor-activities';
 import { measured, type Row } from './results';
 import { nowMs, summarize, timed, withTimeout } from './stats';
-import { blockWeek, waitForApprovalPoint, type TemporalContext } from './temporal-context';
+import { blockWeek, waitForApprovalPoint, type TemporalContext, BENCH_IN_PROCESS } from './temporal-context';
 import { stopProcess, workerReadyAt } from './temporal';
 import type { floorWorkflow } from './workflows/floor';
 
@@ -68,12 +68,15 @@ async function overhead(ctx: TemporalContext, o: ProductionOptions): Promise<Row
   const taskQueue = `bench-production-${process.pid}`;
   const client = ctx.env.client;
   const meter = { ms: 0, calls: 0 };
-  const worker = await Worker.create({
-    connection: ctx.env.nativeConnection,
-    taskQueue,
-    workflowBundle: ctx.bundle,
-    activities: { ...timedActivities(createActivities(ctx.deps(store)), meter), ...createFloorActivities() },
-  });
+  const worker = await createTestWorker(
+    {
+      connection: ctx.env.nativeConnection,
+      taskQueue,
+      workflowBundle: ctx.bundle,
+      activities: { ...timedActivities(createActivities(ctx.deps(store)), meter), ...createFloorActivities() },
+    },
+    BENCH_IN_PROCESS,
+  );
   const e2e: number[] = [];
   const inActivities: number[] = [];
   const floors: number[] = [];

@@ -146,3 +146,8 @@ export function measured(
 export function target(name: string, value: number, limit: number): Target {
   return { name, value, limit, pass: value <= limit };
 }
+
+/** Rows that make the bench exit 1: a section that threw, or a measurement whose correctness check failed. */
+export function brokenRows(rows: readonly Row[]): Row[] {
+  return rows.filter((r) => r.status === 'failed' || (r.status === 'measured' && r.checks.some((c) => !c.pass)));
+}

@@ -8,7 +8,10 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { EpisodeState } from '../src/domain/episode-state';
 import { ReviewerStore } from '../src/review/reviewers';
+import { AuditLog } from '../src/review/audit-log';
 import { buildReviewDesk } from '../src/review/server';
+import type { Prices } from '../src/vendor-api/api';
+import { DEFAULT_PRICES_CENTS } from '../src/vendor-sim/simulator';
 import { measured, target, type Row } from './results';
 import { seedPlan, type SeedWeek } from './seed-data';
 import { seedFileStore } from './seed-file-store';
@@ -60,6 +63,10 @@ function waitingState(s: EpisodeState): EpisodeState {
   };
 }
 
+const SIMULATOR_PRICES = Object.fromEntries(
+  Object.entries(DEFAULT_PRICES_CENTS).map(([kind, amount_cents]) => [kind, { amount_cents, currency: 'USD' }]),
+) as Prices;
+
 export async function benchReviewDesk(o: ReviewBenchOptions): Promise<Row[]> {
   const plan = deskPlan(o.completed, o.waiting);
   const store = await seedFileStore(o.workDir, plan);
@@ -76,7 +83,10 @@ export async function benchReviewDesk(o: ReviewBenchOptions): Promise<Row[]> {
     reviewers,
     getClient: () => Promise.reject(new Error('the bench sends no decision')),
     budgetCents: 20_000,
+    // The vendor's list as the simulator publishes it: the bench times the desk, not a vendor round trip.
+    prices: { current: () => Promise.resolve({ ok: true, prices: SIMULATOR_PRICES, at: new Date() }) },
     timeZone: 'UTC',
+    audit: new AuditLog(() => undefined),
   });
   try {
     const cookies = await signIn(app, token);
@@ -138,15 +148,16 @@ async function signIn(
 ): Promise<Record<string, string>> {
   const form = await app.inject({ method: 'GET', url: '/sign-in' });
   const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1];
-  const secret = form.cookies.find((c) => c.name === '_csrf')?.value;
-  if (csrf === undefined || secret === undefined) throw new Error('no CSRF token on the sign-in page');
+  const pre = form.cookies.find((c) => c.name === 'episodes_review_sign_in')?.value;
+  if (csrf === undefined || pre === undefined) throw new Error('no CSRF token on the sign-in page');
   const res = await app.inject({
     method: 'POST',
     url: '/sign-in',
-    cookies: { _csrf: secret },
+    headers: { origin: 'http://localhost:80' },
+    cookies: { episodes_review_sign_in: pre },
     payload: { token, _csrf: csrf },
   });
   const session = res.cookies.find((c) => c.name === 'episodes_review_session')?.value;
   if (res.statusCode !== 303 || session === undefined) throw new Error(`sign-in: ${res.statusCode}`);
-  return { _csrf: secret, episodes_review_session: session };
+  return { episodes_review_session: session };
 }

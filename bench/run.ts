@@ -25,6 +25,7 @@ import { benchReviewDesk } from './review-desk';
 import { profileAllocation } from './profile';
 import { printTable } from './report';
 import {
+  brokenRows,
   SECTIONS,
   writeResults,
   type BenchConfig,
@@ -35,7 +36,7 @@ import {
 } from './results';
 import { benchTemporal } from './temporal';
 import { benchWorkerProcess } from './worker-process';
-import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../src/worker-cache';
+import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../src/process/worker-cache';
 import { startTemporalContext, type TemporalContext } from './temporal-context';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -245,9 +246,7 @@ async function main(): Promise<number> {
   const file = await writeResults(values.out, results);
   printTable(results);
   console.log(`\nresults: ${path.relative(process.cwd(), file) || file}`);
-  const broken = rows.filter(
-    (r) => r.status === 'failed' || (r.status === 'measured' && r.checks.some((c) => !c.pass)),
-  );
+  const broken = brokenRows(rows);
   for (const r of broken) log(`FAILED ${r.id}: ${r.status === 'measured' ? JSON.stringify(r.checks) : r.reason}`);
   const docs = values['write-docs']
     ? await writeBenchDocs(results).then(

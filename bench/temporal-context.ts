@@ -32,6 +32,13 @@ export interface TemporalContext {
 
 const quiet = () => undefined;
 
+/**
+ * In-process bench workers run the bench's own bundle (the pipeline's workflows plus the floor's): another build than
+ * the worker processes' dist bundle, so a deployment of their own (one deployment routes all its task queues to one
+ * current build).
+ */
+export const BENCH_IN_PROCESS = { deploymentName: 'bench-in-process' };
+
 export async function startTemporalContext(): Promise<TemporalContext> {
   const env = await createTestEnv();
   // Synthetic media: the rows measure orchestration at zero vendor latency, not ffmpeg rendering a preview.
@@ -56,10 +63,10 @@ export async function startTemporalContext(): Promise<TemporalContext> {
       EPISODES_DATA_DIR: dataDir,
       EPISODES_STORE_URL: '',
       EPISODES_FAILPOINTS: '',
-      VENDOR_BASE_URL: vendor.url,
-      VENDOR_API_KEY: BENCH_API_KEY,
-      VENDOR_API_KEY_FILE: '',
-      EPISODE_BUDGET_CENTS: '1000000',
+      EPISODES_VENDOR_BASE_URL: vendor.url,
+      EPISODES_VENDOR_API_KEY: BENCH_API_KEY,
+      EPISODES_VENDOR_API_KEY_FILE: '',
+      EPISODES_BUDGET_CENTS: '1000000',
     }),
     close: async () => {
       await vendor.close();

@@ -14,21 +14,20 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { Worker } from '@temporalio/worker';
 import { createActivities } from '../src/activities';
 import { weeklyScheduleOptions } from '../src/cli/schedule-commands';
 import { FileEpisodeStore } from '../src/store/file-store';
 import type { weeklyEpisodeWorkflow } from '../src/workflows/weekly-episode';
 import { spawnNode } from '../test/helpers/processes';
 import { waitForScheduledRuns } from '../test/helpers/schedules';
-import { DEV_SERVER_EXTRA_ARGS } from '../test/helpers/temporal';
+import { DEV_SERVER_EXTRA_ARGS, createTestWorker } from '../test/helpers/temporal';
 import { createFloorActivities } from './floor-activities';
 import { historyProfile, taskLatencies } from './history-phases';
 import type { LockTotals } from './lock-profile';
 import { cpuBusyShare, cpuNote, cpuSample, pidsNamed, processCpuMs } from './cpu';
 import { measured, target, type Profile, type Row } from './results';
 import { nowMs, summarize, timed, withTimeout } from './stats';
-import { blockWeek, waitForApprovalPoint, type TemporalContext } from './temporal-context';
+import { blockWeek, waitForApprovalPoint, type TemporalContext, BENCH_IN_PROCESS } from './temporal-context';
 import type { floorWorkflow } from './workflows/floor';
 
 export const WORKFLOW_FLOOR_RATIO_LIMIT = 1.5;
@@ -71,12 +70,15 @@ async function latency(ctx: TemporalContext, o: TemporalOptions): Promise<Row[]>
   const store = new FileEpisodeStore(dir);
   const taskQueue = `bench-latency-${process.pid}`;
   const client = ctx.env.client;
-  const worker = await Worker.create({
-    connection: ctx.env.nativeConnection,
-    taskQueue,
-    workflowBundle: ctx.bundle,
-    activities: { ...createActivities(ctx.deps(store)), ...createFloorActivities() },
-  });
+  const worker = await createTestWorker(
+    {
+      connection: ctx.env.nativeConnection,
+      taskQueue,
+      workflowBundle: ctx.bundle,
+      activities: { ...createActivities(ctx.deps(store)), ...createFloorActivities() },
+    },
+    BENCH_IN_PROCESS,
+  );
   const runs = {
     weekly: [] as { workflowId: string; ms: number }[],
     floor: [] as { workflowId: string; ms: number }[],

@@ -11,8 +11,8 @@
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { productionWorkflowId } from '../src/domain/names';
-import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../src/worker-cache';
-import { DEFAULT_BUNDLE_PATH, resolveWorkflowSource } from '../src/workflow-bundle';
+import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../src/process/worker-cache';
+import { DEFAULT_BUNDLE_PATH, resolveWorkflowSource } from '../src/process/workflow-bundle';
 import type { episodeProductionWorkflow } from '../src/workflows/episode-production';
 import { approveSignal } from '../src/workflows/messages';
 import type { weeklyEpisodeWorkflow } from '../src/workflows/weekly-episode';

@@ -18,6 +18,16 @@
 #   scripts/postgres-test-server.sh restore DB FILE   DB replaced by that backup: restored beside it, then swapped in
 #                                                    (its sessions ended), so nobody ever sees a half-restored DB
 #
+# Replication and point-in-time recovery (the campaign's failover and restore faults): with PGTEST_ARCHIVE_DIR set,
+# `start` also archives WAL there (archive_command = cp).
+#   PGTEST_PRIMARY_DIR=D scripts/postgres-test-server.sh standby   a streaming standby of the server in state dir D
+#                                                    (pg_basebackup -R), on its own port; prints its URL
+#   scripts/postgres-test-server.sh promote           end recovery: the standby becomes a primary
+#   scripts/postgres-test-server.sh basebackup DIR    a base backup of the server into DIR (pg_basebackup)
+#   PGTEST_FROM_DIR=D scripts/postgres-test-server.sh pitr BACKUP LSN   a new server from base backup BACKUP, its WAL
+#                                                    replayed from PGTEST_ARCHIVE_DIR up to LSN, then promoted (the
+#                                                    password of state dir D's server); prints its URL
+#
 # State (URL, cluster path) lives in $PGTEST_DIR (default .pgtest/default, git-ignored); mocha uses one per process.
 # initdb refuses to run as root, so as root the cluster belongs to the `postgres` user (created by the Debian
 # package) or, failing that, to a dedicated `episodes-pgtest` system user. The server is tuned for speed
@@ -133,6 +143,15 @@ full_page_writes = off
 # on: a confirmed COMMIT has left shared memory, so an immediate crash loses nothing confirmed
 synchronous_commit = on
 EOF
+    if [ -n "${PGTEST_ARCHIVE_DIR:-}" ]; then
+      mkdir -p "$PGTEST_ARCHIVE_DIR"
+      [ -z "$RUN_AS" ] || chown "$RUN_AS" "$PGTEST_ARCHIVE_DIR"
+      as_owner tee -a "$cluster/data/postgresql.conf" >/dev/null <<EOF
+archive_mode = on
+archive_command = 'test ! -f $PGTEST_ARCHIVE_DIR/%f && cp %p $PGTEST_ARCHIVE_DIR/%f'
+wal_keep_size = 512MB
+EOF
+    fi
     if as_owner "$bindir/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" -w -t 30 start >/dev/null 2>&1; then
       break
     fi
@@ -196,6 +215,76 @@ restore() {
   sql "ALTER DATABASE \"$staging\" RENAME TO \"$1\""
 }
 
+# A new cluster dir for this state dir, owned by the server's user (call pick_run_as first: this runs in a subshell).
+new_cluster() {
+  local cluster
+  mkdir -p "$STATE_DIR"
+  cluster="$(mktemp -d /tmp/episodes-pgtest.XXXXXX)"
+  echo "$cluster" >"$STATE_DIR/cluster"
+  [ -z "$RUN_AS" ] || chown "$RUN_AS" "$cluster"
+  chmod 700 "$cluster"
+  echo "$cluster"
+}
+
+# Port and socket of a copied data dir (the last setting in postgresql.conf wins), then start it; prints its URL.
+start_copy() {
+  local cluster="$1" from_url="$2" extra="$3" port url bindir
+  bindir="$(find_bindir)"
+  port="$(free_port)"
+  printf "port = %s\nunix_socket_directories = '%s'\n%s\n" "$port" "$cluster" "$extra" |
+    as_owner tee -a "$cluster/data/postgresql.conf" >/dev/null
+  as_owner "$bindir/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" -w -t 120 start >/dev/null 2>&1 || {
+    tail -n 30 "$cluster/server.log" >&2 || true
+    return 1
+  }
+  url="$(echo "$from_url" | sed -E "s#@127\.0\.0\.1:[0-9]+/#@127.0.0.1:$port/#")"
+  (umask 077 && echo "$url" >"$STATE_DIR/url")
+  echo "$url"
+}
+
+password_of() { echo "$1" | sed -E 's#^postgres://[^:]+:([^@]+)@.*$#\1#'; }
+port_of() { echo "$1" | sed -E 's#^.*@127\.0\.0\.1:([0-9]+)/.*$#\1#'; }
+
+standby() {
+  local primary_url cluster bindir
+  primary_url="$(cat "${PGTEST_PRIMARY_DIR:?standby needs PGTEST_PRIMARY_DIR}/url")"
+  bindir="$(find_bindir)"
+  pick_run_as
+  cluster="$(new_cluster)"
+  as_owner env PGPASSWORD="$(password_of "$primary_url")" "$bindir/pg_basebackup" -h 127.0.0.1 \
+    -p "$(port_of "$primary_url")" -U "$DB_USER" -D "$cluster/data" -X stream -R >"$cluster/basebackup.log" 2>&1 || {
+    cat "$cluster/basebackup.log" >&2
+    return 1
+  }
+  start_copy "$cluster" "$primary_url" ""
+}
+
+basebackup() {
+  local url bindir
+  url="$(cat "$STATE_DIR/url")"
+  bindir="$(find_bindir)"
+  pick_run_as
+  mkdir -p "$(dirname "$1")"
+  [ -z "$RUN_AS" ] || chown "$RUN_AS" "$(dirname "$1")"
+  as_owner env PGPASSWORD="$(password_of "$url")" "$bindir/pg_basebackup" -h 127.0.0.1 -p "$(port_of "$url")" \
+    -U "$DB_USER" -D "$1" -X stream >&2
+}
+
+pitr() {
+  local from_url cluster
+  from_url="$(cat "${PGTEST_FROM_DIR:?pitr needs PGTEST_FROM_DIR}/url")"
+  pick_run_as
+  cluster="$(new_cluster)"
+  as_owner cp -a "$1" "$cluster/data"
+  as_owner rm -f "$cluster/data/standby.signal" "$cluster/data/postmaster.pid"
+  as_owner touch "$cluster/data/recovery.signal"
+  start_copy "$cluster" "$from_url" "restore_command = 'cp ${PGTEST_ARCHIVE_DIR:?pitr needs PGTEST_ARCHIVE_DIR}/%f %p'
+recovery_target_lsn = '$2'
+recovery_target_action = 'promote'"
+  # Promoted: the target must not reach a standby's copy of this configuration (it would stop its recovery there).
+  as_owner sed -i '/^recovery_target_/d' "$cluster/data/postgresql.conf"
+}
+
 case "${1:-}" in
   ensure-installed) ensure_installed ;;
   start) start ;;
@@ -209,6 +298,10 @@ case "${1:-}" in
   sql) sql "${2:?sql needs a statement}" "${3:-}" ;;
   dump) dump "${2:?dump needs a database}" "${3:?dump needs a file}" ;;
   restore) restore "${2:?restore needs a database}" "${3:?restore needs a file}" ;;
+  standby) standby ;;
+  promote) ctl -w -t 120 promote >/dev/null ;;
+  basebackup) basebackup "${2:?basebackup needs a directory}" ;;
+  pitr) pitr "${2:?pitr needs a base backup}" "${3:?pitr needs an LSN}" ;;
   *)
     echo "usage: $0 {ensure-installed|start|url|status|stop|crash|resume|restart|sql STATEMENT|dump DB F|restore DB F}" >&2
     exit 2

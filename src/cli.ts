@@ -7,16 +7,19 @@ import { Command, CommanderError } from 'commander';
 import { registerAllocationCommands } from './cli/allocation-commands';
 import { registerClusterCommands } from './cli/cluster-commands';
 import { CliContext } from './cli/context';
+import { registerDeployCommands } from './cli/deploy-commands';
 import { registerLedgerCommands } from './cli/ledger-commands';
 import { registerLegacyMigrationCommands } from './cli/legacy-migration-commands';
 import { registerVerifyCommands } from './cli/verify-commands';
 import { registerPaidCommands } from './cli/paid-commands';
+import { registerRepairCommands } from './cli/repair-commands';
 import { registerReviewCommands } from './cli/review-commands';
 import { registerScheduleCommands } from './cli/schedule-commands';
 import { registerStoreCommands } from './cli/store-commands';
 import { registerVendorCommands } from './cli/vendor-commands';
-import { PipelineError } from './domain/errors';
-import { ErrorType } from './shared';
+import { registerConfigCommands } from './cli/config-commands';
+import { optionHelp } from './settings/reference';
+import { PipelineError, ErrorType } from './domain/errors';
 
 export const EXIT_OK = 0;
 export const EXIT_REFUSED = 1;
@@ -27,8 +30,12 @@ const USAGE_TYPES: readonly string[] = [ErrorType.InvalidInput, ErrorType.Invali
 export function buildProgram(): { program: Command; ctx: CliContext } {
   const program = new Command('episodes')
     .description('weekly media pipeline: episodes, schedule, paid production')
-    .option('--data-dir <dir>', 'data directory of the file store (env EPISODES_DATA_DIR, default ./data)')
-    .option('--store-url <url>', 'postgres:// URL of the shared PostgreSQL store (env EPISODES_STORE_URL)')
+    .option('--data-dir <dir>', optionHelp('EPISODES_DATA_DIR'))
+    .option('--store-url <url>', optionHelp('EPISODES_STORE_URL'))
+    .addHelpText(
+      'after',
+      '\nSettings: `episodes config --help` lists them all, `episodes config` shows those in effect.',
+    )
     .exitOverride()
     // Commander quotes the offending argument verbatim: one line, no control characters, whatever it contained.
     .configureOutput({ outputError: (str, write) => write(`${printable(oneLine(str))}\n`) })
@@ -37,12 +44,15 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   registerAllocationCommands(program, ctx);
   registerScheduleCommands(program, ctx);
   registerClusterCommands(program, ctx);
+  registerDeployCommands(program, ctx);
   registerPaidCommands(program, ctx);
   registerLedgerCommands(program, ctx);
   registerLegacyMigrationCommands(program, ctx);
   registerVerifyCommands(program, ctx);
+  registerRepairCommands(program, ctx);
   registerStoreCommands(program, ctx);
   registerVendorCommands(program, ctx);
+  registerConfigCommands(program, ctx);
   registerReviewCommands(program, ctx);
   return { program, ctx };
 }

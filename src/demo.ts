@@ -13,20 +13,21 @@ import { Client, ScheduleAlreadyRunning, WorkflowFailedError, type WorkflowHandl
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
-import { type DemoSettings, loadConfig, loadDemoSettings } from './config';
+import { type DemoSettings, loadConfig, loadDemoSettings, loadSimulatorSettings } from './process/config';
 import { parseEpisodeId } from './domain/episode-id';
 import { formatMoney } from './domain/money';
 import { SCHEDULE_ID, decisionUpdateId } from './domain/names';
 import { FileEpisodeStore } from './store/file-store';
-import { DEFAULT_VENDOR_PORT } from './vendor-api/api';
 import { staticCredentialsLoader } from './vendor-api/credentials';
 import { startVendorSimulator } from './vendor-sim/simulator';
-import { DEFAULT_REVIEW_LISTEN, parseListenAddress } from './cli/review-commands';
+import { parseListenAddress } from './cli/review-commands';
+import { vendorPriceSource, type PriceSource } from './review/prices';
 import { ReviewerStore, reviewersFile } from './review/reviewers';
 import { startReviewDesk } from './review/server';
-import { connectClient } from './temporal-connection';
+import { connectClient } from './process/temporal-connection';
 import { createWorker } from './worker';
-import { loadReviewNoticeSettings } from './review-notice-config';
+import { loadReviewNoticeSettings } from './process/review-notice-config';
+import { adoptFirstBuild, versionName } from './process/worker-deployment';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';
 import { approveUpdate, statusQuery } from './workflows/messages';
 
@@ -46,9 +47,10 @@ async function main(): Promise<void> {
   const apiKey = demo.vendorApiKey ?? `demo-${randomBytes(12).toString('hex')}`;
   const vendor = await startVendorSimulator({
     apiKey,
-    port: demo.vendorPort ?? DEFAULT_VENDOR_PORT,
+    port: demo.vendorPort,
     stateFile: path.join(store.dataDir, 'vendor-simulator.json'),
     jobDurationMs: 500,
+    ...loadSimulatorSettings(),
   });
   console.log(`vendor simulator: ${vendor.url}`);
   const notices = loadReviewNoticeSettings();
@@ -58,17 +60,37 @@ async function main(): Promise<void> {
     (connected ??= connectClient(config.temporal).then(
       (connection) => new Client({ connection, namespace: config.temporal.namespace }),
     ));
-  const desk = interactive ? await startDemoDesk(store, getClient, config, notices.publicUrl) : undefined;
-  const { worker, connection: workerConnection } = await createWorker(config, {
+  const vendorSettings = { baseUrl: new URL(vendor.url), timeoutMs: 5_000 };
+  const prices = vendorPriceSource(staticCredentialsLoader(apiKey), vendorSettings);
+  const desk = interactive
+    ? await startDemoDesk(store, getClient, config, { publicUrl: notices.publicUrl, prices, listen: demo.reviewListen })
+    : undefined;
+  const {
+    worker,
+    connection: workerConnection,
+    version,
+  } = await createWorker(config, {
     store,
     credentials: staticCredentialsLoader(apiKey),
-    vendor: { baseUrl: new URL(vendor.url), timeoutMs: 5_000 },
+    vendor: vendorSettings,
     budgetCents: config.budgetCents,
     reviewNotice: { ...notices, publicUrl: notices.publicUrl ?? (desk && new URL(`${desk.url}/`)) },
   });
   try {
     const client = await getClient();
-    await worker.runUntil(() => runOneScheduledEpisode(client, store, config, demo, desk));
+    await worker.runUntil(async () => {
+      // The demo's worker is the only one: after a code change (a new build) on a dev server kept from an earlier demo,
+      // it makes its own build current, as `episodes deploy promote` would.
+      const namespace = config.temporal.namespace;
+      const o = await adoptFirstBuild(workerConnection, namespace, version, {
+        stopped: () => false,
+        evenIfNotFirst: true,
+      });
+      console.log(
+        `worker: deployment version ${versionName(version)}: ${o === 'timed out' ? 'not registered' : 'current'}`,
+      );
+      await runOneScheduledEpisode({ client, store, config, demo, desk });
+    });
   } catch (e) {
     if (e instanceof WorkflowFailedError) console.error(`workflow failed: ${e.cause?.message ?? e.message}`);
     throw e;
@@ -90,14 +112,16 @@ function startLocalDevServerUnlessConfigured(config: Config, demo: DemoSettings)
   config.temporal = { ...config.temporal, address: demo.devServer.address };
 }
 
+interface DemoRun {
+  client: Client;
+  store: FileEpisodeStore;
+  config: Config;
+  demo: DemoSettings;
+  desk: DemoDesk | undefined;
+}
+
 /** The demo's story: one scheduled run, allocated, produced, decided on, and its episode printed. */
-async function runOneScheduledEpisode(
-  client: Client,
-  store: FileEpisodeStore,
-  config: Config,
-  demo: DemoSettings,
-  desk: DemoDesk | undefined,
-): Promise<void> {
+async function runOneScheduledEpisode({ client, store, config, demo, desk }: DemoRun): Promise<void> {
   await ensureWeeklySchedule(client, config);
   const workflowId = await triggerScheduledRun(client);
   console.log(`scheduled run ${workflowId} (its workflow ID is the allocation key)`);
@@ -169,25 +193,23 @@ async function startDemoDesk(
   store: FileEpisodeStore,
   getClient: () => Promise<Client>,
   config: Config,
-  publicUrl: URL | undefined,
+  desk: { publicUrl?: URL; prices: PriceSource; listen: string },
 ): Promise<DemoDesk> {
   const reviewers = new ReviewerStore(reviewersFile(store.dataDir));
   if (reviewers.exists(DEMO_REVIEWER)) await reviewers.remove(DEMO_REVIEWER);
   const token = await reviewers.add(DEMO_REVIEWER);
-  const listen = parseListenAddress(
-    process.env.EPISODES_REVIEW_LISTEN ?? DEFAULT_REVIEW_LISTEN,
-    'EPISODES_REVIEW_LISTEN',
-  );
-  const desk = await startReviewDesk({
+  const listen = parseListenAddress(desk.listen, 'EPISODES_REVIEW_LISTEN');
+  const started = await startReviewDesk({
     ...listen,
     store,
     reviewers,
     getClient,
     budgetCents: config.budgetCents,
     timeZone: config.timezone,
-    publicUrl,
+    publicUrl: desk.publicUrl,
+    prices: desk.prices,
   });
-  return { url: desk.url, token, close: () => desk.close() };
+  return { url: started.url, token, close: () => started.close() };
 }
 
 async function poll<T>(what: string, find: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {

@@ -1,27 +1,43 @@
 /**
  * The worker: builds the real dependencies and runs workflows and activities on the task queue.
- * Connects with the TEMPORAL_* profile (src/temporal-connection.ts) and refuses to start on a namespace without the
- * search attributes the workflows set; SIGINT or SIGTERM drain in-flight tasks, then exit.
+ * Connects with the TEMPORAL_* profile (src/process/temporal-connection.ts) and refuses to start on a namespace without
+ * the search attributes the workflows set; runs as one version of a Worker Deployment (src/process/worker-deployment.ts,
+ * docs/deploy.md); SIGINT or SIGTERM drain in-flight tasks, then exit.
  */
-import { Runtime, Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
+import { Client } from '@temporalio/client';
+import { Runtime, type Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
+import { temporalAllocationRecords } from './activities/allocation-records';
 import { describeWebhook, type ReviewNoticeSettings } from './activities/review-notice';
-import { loadConfig, type PipelineConfig } from './config';
+import { loadConfig, type PipelineConfig } from './process/config';
 import { PipelineError } from './domain/errors';
 import { envCredentialsLoader } from './vendor-api/credentials';
 import { vendorEndpointFromEnv } from './vendor-api/endpoint';
+import type { EpisodeStore } from './store/episode-store';
 import { openStore, prepareStore, storeApplicationName } from './store/open-store';
-import { connectNativeConnection, describeSettings, redactSecrets } from './temporal-connection';
-import { requireNamespaceReady } from './temporal-namespace';
-import { loadReviewNoticeSettings } from './review-notice-config';
-import { installTelemetry, loadTelemetryConfig } from './telemetry';
-import { workerCacheOptions } from './worker-cache';
-import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
+import { connectNativeConnection, describeSettings, redactSecrets } from './process/temporal-connection';
+import { requireNamespaceReady } from './process/temporal-namespace';
+import { loadReviewNoticeSettings } from './process/review-notice-config';
+import { installTelemetry, loadTelemetryConfig } from './process/telemetry';
+import { workerCacheOptions } from './process/worker-cache';
+import { resolveWorkflowSource, workflowSourceOptions } from './process/workflow-bundle';
+import {
+  createVersionedWorker,
+  deploymentVersion,
+  describeDeployment,
+  describeRouting,
+  loadDeploymentSettings,
+} from './process/worker-deployment';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
-export function buildDeps(config: PipelineConfig = loadConfig(), logger?: Logger): ActivityDeps {
+export function openWorkerStore(): EpisodeStore {
+  return openStore({ applicationName: storeApplicationName('worker') });
+}
+
+export function buildDeps(config: PipelineConfig, store: EpisodeStore, logger?: Logger): ActivityDeps {
   return {
-    store: openStore({ applicationName: storeApplicationName('worker') }),
+    store,
     // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
     credentials: envCredentialsLoader(process.env, logger ? { warn: (message) => void logger.warn(message) } : {}),
     vendor: vendorEndpointFromEnv(),
@@ -38,13 +54,25 @@ function describeReviewNotices(settings: ReviewNoticeSettings | undefined): stri
   return `review notices to ${describeWebhook(settings.webhookUrl)}, ${link}`;
 }
 
+export interface CreatedWorker {
+  worker: Worker;
+  connection: NativeConnection;
+  /** The deployment version it polls as (EPISODES_DEPLOYMENT_NAME, build id from the bundle or EPISODES_BUILD_ID). */
+  version: WorkerDeploymentVersion;
+}
+
+/**
+ * The worker, versioned: beside it, the deployment's first build makes itself current once it polls (later builds are
+ * promoted by an operator, `episodes deploy`). `extra` may override any option (tests).
+ */
 export async function createWorker(
   config: PipelineConfig,
   deps: ActivityDeps,
   extra: Partial<WorkerOptions> = {},
   logger: Logger = Runtime.instance().logger,
-): Promise<{ worker: Worker; connection: NativeConnection }> {
-  const workflows = workflowSourceOptions(await resolveWorkflowSource(), logger);
+): Promise<CreatedWorker> {
+  const source = await workflowSourceOptions(await resolveWorkflowSource(), logger);
+  const version = deploymentVersion(loadDeploymentSettings(), source.sha256);
   const connection = await connectNativeConnection(config.temporal);
   try {
     // Polling a namespace without EpisodeId/WeekId would leave every weekly run retrying its first task forever.
@@ -53,28 +81,47 @@ export async function createWorker(
     await connection.close();
     throw e;
   }
-  const worker = await Worker.create({
+  const options: WorkerOptions & { connection: NativeConnection } = {
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.taskQueue,
-    ...workflows,
+    ...source.options,
     ...workerCacheOptions(),
-    activities: createActivities(deps),
+    // Temporal's own records of allocations, for re-asserting one the store forgot (src/activities/reassertion.ts).
+    activities: createActivities({
+      allocationRecords: temporalAllocationRecords(new Client({ connection, namespace: config.temporal.namespace })),
+      ...deps,
+    }),
     ...extra,
+  };
+  const worker = await createVersionedWorker(options, version, (line) => {
+    logger.info(line);
   });
-  return { worker, connection };
+  return { worker, connection, version };
 }
 
-async function main(config: PipelineConfig): Promise<void> {
+/** "deployment version <name>:<build> (current)", or what to run to make it so; never fails the start. */
+async function routingOf(connection: NativeConnection, namespace: string, version: WorkerDeploymentVersion) {
+  try {
+    return describeRouting(await describeDeployment(connection, namespace, version.deploymentName), version);
+  } catch (e) {
+    return `deployment version ${version.deploymentName}:${version.buildId} (routing unknown: ${(e as Error).message})`;
+  }
+}
+
+/** Runs the worker until a shutdown signal. Only tests open another store (test/helpers/unsafe-worker.ts). */
+export async function runWorker(config: PipelineConfig, openWorkerStoreFn = openWorkerStore): Promise<void> {
   // First: the Runtime (logger, metrics) must exist before any connection.
   const logger = installTelemetry(loadTelemetryConfig());
-  const deps = buildDeps(config, logger);
+  const deps = buildDeps(config, openWorkerStoreFn(), logger);
   // Schema migrations and connectivity now, before polling: a store that is down is waited for (one line per attempt),
   // a misconfigured one fails the start, never the first activity.
   await prepareStore(deps.store, { onRetry: (line) => console.error(`worker: waiting for the store: ${line}`) });
-  const { worker, connection } = await createWorker(config, deps, {}, logger);
+  const { worker, connection, version } = await createWorker(config, deps, {}, logger);
+  const routing = await routingOf(connection, config.temporal.namespace, version);
   logger.info(
-    `worker: task queue ${config.taskQueue} on ${describeSettings(config.temporal)}, ` + `${deps.store.description}`,
+    `worker: task queue ${config.taskQueue}, ${routing}, on ${describeSettings(config.temporal)}, ` +
+      `${deps.store.description}`,
   );
   logger.info(`worker: ${describeReviewNotices(deps.reviewNotice)}`);
   try {
@@ -89,7 +136,7 @@ async function main(config: PipelineConfig): Promise<void> {
 if (require.main === module) {
   let config: PipelineConfig | undefined;
   Promise.resolve()
-    .then(() => main((config = loadConfig())))
+    .then(() => runWorker((config = loadConfig())))
     .then(
       () => process.exit(0),
       (e: unknown) => {

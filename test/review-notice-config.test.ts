@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { ErrorType } from '../src/shared';
-import { loadReviewNoticeSettings, loadReviewPublicUrl } from '../src/review-notice-config';
+import { ErrorType } from '../src/domain/errors';
+import { loadReviewNoticeSettings, loadReviewPublicUrl } from '../src/process/review-notice-config';
 
 const SECRET_PATH = '/services/T000/B000/SECRET-hook-token';
 

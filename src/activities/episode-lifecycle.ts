@@ -4,12 +4,12 @@
  */
 import { parseEpisodeId } from '../domain/episode-id';
 import type { Approval, EpisodeState, HistoryEntry, MediaFile } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import { ledgerProblems, settleBeforeCompletion } from './completion-check';
 import { withFailureMapping } from './failures';
 import type { PaidStepDeps } from './paid-step-record';
+import { withReassertion } from './reassertion';
 
 export interface ProgressInput {
   episodeId: string;
@@ -82,10 +82,13 @@ export function createLifecycleActivities(deps: PaidStepDeps) {
   }
 
   return {
-    recordProgress: (input: ProgressInput) => withFailureMapping(() => recordProgress(input)),
+    // An episode the store forgot (a restore, a failover) is re-asserted from Temporal's record first (reassertion.ts).
+    recordProgress: (input: ProgressInput) =>
+      withFailureMapping(() => withReassertion(deps, input.episodeId, () => recordProgress(input))),
     recordReassembly: (input: { episodeId: string; assemblyStep: string }) =>
-      withFailureMapping(() => recordReassembly(input)),
-    completeEpisode: (input: CompleteInput) => withFailureMapping(() => completeEpisode(input)),
+      withFailureMapping(() => withReassertion(deps, input.episodeId, () => recordReassembly(input))),
+    completeEpisode: (input: CompleteInput) =>
+      withFailureMapping(() => withReassertion(deps, input.episodeId, () => completeEpisode(input))),
   };
 }
 

@@ -2,6 +2,7 @@ import type { EpisodeStore } from '../store/episode-store';
 import type { CredentialsLoader } from '../vendor-api/credentials';
 import type { VendorEndpoint } from '../vendor-api/endpoint';
 import { createAllocationActivities } from './allocation';
+import type { AllocationRecords } from './allocation-records';
 import { createLifecycleActivities } from './episode-lifecycle';
 import { createPaidStepActivities } from './paid-steps';
 import { createReviewNoticeActivities, type ReviewNoticeSettings } from './review-notice';
@@ -14,6 +15,8 @@ export interface ActivityDeps {
   vendor: VendorEndpoint;
   budgetCents: number;
   pollIntervalMs?: number;
+  /** Temporal's records of allocations, to re-assert one the store forgot (reassertion.ts); none: no healing. */
+  allocationRecords?: AllocationRecords;
   /** Webhook and desk link of review notices; none when absent. */
   reviewNotice?: ReviewNoticeSettings;
 }

@@ -3,9 +3,9 @@
  * endpoint (EPISODES_METRICS_ADDRESS) with the SDK's own labels (namespace, task_queue, activity_type, workflow_type)
  * and are a no-op when the worker exports no metrics. Every name, label and meaning is listed in docs/metrics.md.
  */
-import { Context } from '@temporalio/activity';
 import type { MetricTags } from '@temporalio/common';
 import type { PaidStep } from '../domain/paid-step';
+import { activityContext } from './activity-context';
 
 export const MetricName = {
   allocations: 'episodes_allocations',
@@ -23,7 +23,7 @@ export type ReviewNoticeOutcome = 'sent' | 'failed' | 'refused';
 export type SubmissionOutcome = 'accepted' | 'found_by_idempotency_key' | 'unknown';
 
 function count(name: string, description: string, value: number, tags: MetricTags): void {
-  Context.current().metricMeter.createCounter(name, undefined, description).add(value, tags);
+  activityContext()?.metricMeter.createCounter(name, undefined, description).add(value, tags);
 }
 
 export function countAllocation(outcome: AllocationOutcome, errorType = 'none'): void {

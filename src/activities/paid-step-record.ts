@@ -2,17 +2,17 @@
  * The step record, the submission protocol's durable memory, and the helpers every paid activity shares: which step,
  * the guard, the vendor client, one write of the record, and the two ways a step stops for an operator.
  */
-import { Context } from '@temporalio/activity';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { EpisodeState, MediaFile, PaidStep, StepRecord } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { idempotencyKey, stepKey } from '../domain/names';
-import { ErrorType } from '../shared';
 import type { EpisodeStore } from '../store/episode-store';
 import type { VendorJob } from '../vendor-api/api';
 import { createVendorClient, type VendorClient } from '../vendor-api/client';
 import type { CredentialsLoader } from '../vendor-api/credentials';
 import type { VendorEndpoint } from '../vendor-api/endpoint';
+import { activityContext } from './activity-context';
+import type { AllocationRecords } from './allocation-records';
 import { countSubmission } from './metrics';
 
 export interface PaidStepDeps {
@@ -23,6 +23,8 @@ export interface PaidStepDeps {
   budgetCents: number;
   /** How often `awaitPaidStep` polls the vendor while a job runs. */
   pollIntervalMs?: number;
+  /** Temporal's records of allocations, to re-assert one the store forgot (reassertion.ts); none: no healing. */
+  allocationRecords?: AllocationRecords;
 }
 
 export interface PaidStepInput {
@@ -153,15 +155,15 @@ export function bareRecord(at: StepRef, fields: Partial<StepRecord>): StepRecord
   };
 }
 
-/** The activity's SDK logger (workflow and activity ids attached by the SDK) plus the episode. */
+/** The activity's SDK logger (workflow and activity ids attached by the SDK) plus the episode; none outside one. */
 function activityLogger(episodeId: EpisodeId) {
-  const log = Context.current().log;
+  const log = activityContext()?.log;
   return {
     debug(message: string, meta?: Record<string, unknown>): void {
-      log.debug(message, { episodeId, ...meta });
+      log?.debug(message, { episodeId, ...meta });
     },
     warn(message: string, meta?: Record<string, unknown>): void {
-      log.warn(message, { episodeId, ...meta });
+      log?.warn(message, { episodeId, ...meta });
     },
   };
 }

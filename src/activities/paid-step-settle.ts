@@ -6,16 +6,15 @@
  */
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
-import { Context } from '@temporalio/activity';
 import type { EpisodeState, LedgerEntry, MediaFile, PaidStep, StepRecord } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import { assertInside, ensureDirDurable, writeFileDurable } from '../files/durable-fs';
 import type { EpisodeStore } from '../store/episode-store';
 import type { VendorJob } from '../vendor-api/api';
 import type { VendorClient } from '../vendor-api/client';
 import { isVendorError } from '../vendor-api/vendor-error';
+import { activityContext } from './activity-context';
 import { countCharge } from './metrics';
 import {
   bareRecord,
@@ -116,7 +115,7 @@ async function referenceOf(
     if (r?.remote_job_id === job.job_id) return r;
     if (r?.remote_job_id)
       throw storeCorrupt(at, `the record names job ${r.remote_job_id}, the vendor's is ${job.job_id}`);
-    return { ...(r ?? bareRecord(at, {})), ...reference(job, r), status: 'submitted', error: null };
+    return { ...(r ?? forgottenRecord(at, job)), ...reference(job, r), status: 'submitted', error: null };
   });
   return { jobId: job.job_id, byKey: true };
 }
@@ -202,7 +201,7 @@ export function charged(s: EpisodeState, c: Charge, artifact: MediaFile | null, 
     currency: cost.currency,
     recorded_at: new Date().toISOString(),
   };
-  const base = record ?? bareRecord(at, {});
+  const base = record ?? forgottenRecord(at, job);
   const step: StepRecord = { ...base, ...reference(job, record), status, artifact, charged: true, error: null };
   return {
     ...s,
@@ -212,12 +211,17 @@ export function charged(s: EpisodeState, c: Charge, artifact: MediaFile | null, 
   };
 }
 
+/** A record the store forgot entirely, rebuilt from the vendor's job: its intent came no later than the acceptance. */
+function forgottenRecord(at: StepRef, job: VendorJob): StepRecord {
+  return bareRecord(at, { intent_at: job.accepted_at });
+}
+
 async function pollUntilDone(client: VendorClient, jobId: string, intervalMs: number): Promise<VendorJob> {
-  const context = Context.current();
+  const context = activityContext();
   for (let wait = intervalMs; ; wait = Math.min(wait * 2, 10_000)) {
     const job = await client.getJob(jobId);
-    context.heartbeat({ jobId, status: job.status });
+    context?.heartbeat({ jobId, status: job.status });
     if (job.status === 'succeeded' || job.status === 'failed') return job;
-    await context.sleep(wait);
+    await (context ? context.sleep(wait) : new Promise((resolve) => setTimeout(resolve, wait)));
   }
 }

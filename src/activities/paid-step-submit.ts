@@ -3,9 +3,8 @@
  * looked up at the vendor before anything is sent again; an outcome nobody can tell parks the step for an operator.
  */
 import type { EpisodeState, StepRecord } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import type { VendorJob } from '../vendor-api/api';
 import type { VendorClient } from '../vendor-api/client';
 import { isVendorError } from '../vendor-api/vendor-error';

@@ -7,7 +7,7 @@
  *
  * Resuming at any point continues from what is saved: a saved reference is polled, never resubmitted; an intent
  * without a reference is looked up by client reference (by submission and by the wait alike); if the vendor cannot
- * say, the step needs an operator. Submission lives in paid-step-submit.ts, the wait and the charge in
+ * say, the step needs an operator. An episode the store forgot (a restore) is re-asserted first (reassertion.ts). Submission lives in paid-step-submit.ts, the wait and the charge in
  * paid-step-settle.ts, what both share in paid-step-record.ts.
  */
 import { withFailureMapping } from './failures';
@@ -15,19 +15,18 @@ import { withHeartbeat } from './heartbeat';
 import type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-record';
 import { awaitPaidStep } from './paid-step-settle';
 import { submitPaidStep } from './paid-step-submit';
+import { withReassertion } from './reassertion';
 
 export type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-record';
-export { committedCents } from './paid-step-submit';
-
-/** 200 USD: a first cut (video 42 + cover 3 + assembly 8) plus several reworks at 15 each. */
-export const DEFAULT_EPISODE_BUDGET_CENTS = 20_000;
 
 /** The activities the workflows call, by these names and signatures (recorded histories replay against them). */
 export function createPaidStepActivities(deps: PaidStepDeps) {
   return {
     submitPaidStep: (input: PaidStepInput): Promise<SubmittedStep> =>
-      withHeartbeat(() => withFailureMapping(() => submitPaidStep(deps, input))),
+      withHeartbeat(() =>
+        withFailureMapping(() => withReassertion(deps, input.episodeId, () => submitPaidStep(deps, input))),
+      ),
     awaitPaidStep: (input: Omit<PaidStepInput, 'spec'>): Promise<CompletedStep> =>
-      withFailureMapping(() => awaitPaidStep(deps, input)),
+      withFailureMapping(() => withReassertion(deps, input.episodeId, () => awaitPaidStep(deps, input))),
   };
 }

@@ -7,15 +7,15 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { parseEpisodeId } from '../domain/episode-id';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { reviewNoticeKey } from '../domain/names';
 import { buildReviewNotice, type ReviewNotice } from '../domain/review-notice';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import type { EpisodeStore } from '../store/episode-store';
 import { withFailureMapping } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { countReviewNotice } from './metrics';
+import { settingDefault } from '../settings/table';
 
 export interface ReviewNoticeSettings {
   /** Undefined: no webhook, nothing is sent (the details still show cost and link). A secret: never logged whole. */
@@ -26,7 +26,7 @@ export interface ReviewNoticeSettings {
   timeoutMs: number;
 }
 
-export const DEFAULT_REVIEW_WEBHOOK_TIMEOUT_MS = 10_000;
+export const DEFAULT_REVIEW_WEBHOOK_TIMEOUT_MS = settingDefault('EPISODES_REVIEW_WEBHOOK_TIMEOUT_MS');
 
 export const NO_REVIEW_NOTICES: ReviewNoticeSettings = {
   webhookUrl: undefined,

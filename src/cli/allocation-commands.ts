@@ -6,9 +6,8 @@ import { formatMoney } from '../domain/money';
 import { stepKey } from '../domain/names';
 import type { EpisodeState } from '../domain/episode-state';
 import { isoWeekOfInstant, parseInstant, parseTimeZone, parseWeekId } from '../domain/week-id';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { cliAllocatedBy } from '../store/file-store';
-import { ErrorType } from '../shared';
 import { weeklyEpisodeWorkflow } from '../workflows';
 import { printJson, type CliContext } from './context';
 
@@ -19,7 +18,7 @@ export function registerAllocationCommands(program: Command, ctx: CliContext): v
     .requiredOption('--key <key>', 'allocation key of the logical run (its workflow ID)')
     .addOption(new Option('--week <week>', 'target ISO week, YYYY-Www').conflicts('at'))
     .option('--at <instant>', 'an ISO 8601 instant whose ISO week is the target')
-    .option('--timezone <tz>', 'IANA timezone for --at (default: PIPELINE_TIMEZONE or UTC)')
+    .option('--timezone <tz>', 'IANA timezone for --at (default: EPISODES_TIMEZONE or UTC)')
     .option('--json', 'machine-readable output')
     .action(async (opts: { key: string; week?: string; at?: string; timezone?: string; json?: boolean }) => {
       if (!opts.week && !opts.at) throw new PipelineError(ErrorType.InvalidInput, 'give --week or --at');

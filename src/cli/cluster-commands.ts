@@ -1,15 +1,15 @@
 import type { Command } from 'commander';
-import { isPipelineError, PipelineError } from '../domain/errors';
+import { isPipelineError, PipelineError, ErrorType } from '../domain/errors';
 import { SCHEDULE_ID } from '../domain/names';
-import { ErrorType } from '../shared';
-import { describeSettings } from '../temporal-connection';
+import { describeSettings } from '../process/temporal-connection';
 import {
   describeSearchAttributes,
   registerSearchAttributes,
   requireNamespace,
   SETUP_COMMAND,
   wrongTypeLine,
-} from '../temporal-namespace';
+} from '../process/temporal-namespace';
+import { describeDeployment, loadDeploymentSettings, pollersByBuild } from '../process/worker-deployment';
 import { printJson, type CliContext } from './context';
 import { ensureWeeklySchedule } from './schedule-commands';
 
@@ -62,6 +62,7 @@ export function registerClusterCommands(program: Command, ctx: CliContext): void
         unchanged: 'already there, unchanged',
       };
       console.log(`schedule ${opts.scheduleId}: ${said[outcome]}`);
+      console.log(`deployment ${(await deploymentCheck(ctx)).detail}`);
     });
 
   cluster
@@ -157,7 +158,33 @@ async function runChecks(ctx: CliContext, scheduleId: string): Promise<CheckLine
     }
     return { ok: all, detail: `task queue ${taskQueue}: ${counts.join(', ')}` };
   });
+  await step('deployment', () => deploymentCheck(ctx));
   return lines;
+}
+
+/** Holds when the Worker Deployment has a current version with live pollers; else says what to run. */
+async function deploymentCheck(ctx: CliContext): Promise<{ ok: boolean; detail: string }> {
+  const connection = await ctx.getConnection();
+  const { namespace } = ctx.config.temporal;
+  const facts = await describeDeployment(connection, namespace, loadDeploymentSettings().deploymentName);
+  const name = facts.deploymentName;
+  if (facts.versions.length === 0) {
+    return { ok: false, detail: `${name}: no worker has polled yet (the first build becomes current once it polls)` };
+  }
+  if (facts.current === undefined) {
+    const newest = [...facts.versions].sort((a, b) => (b.createdAt?.getTime() ?? 0) - (a.createdAt?.getTime() ?? 0));
+    const promote = `npx episodes deploy promote --build-id ${newest[0]!.buildId}`;
+    return {
+      ok: false,
+      detail: `${name}: no current version, new runs wait for unversioned workers (run \`${promote}\`)`,
+    };
+  }
+  const pollers = (await pollersByBuild(connection, namespace, ctx.config.taskQueue)).get(facts.current) ?? 0;
+  const ramp = facts.ramping ? `, ramping ${facts.ramping.buildId} at ${facts.ramping.percent}%` : '';
+  return {
+    ok: pollers > 0,
+    detail: `${name}: current ${facts.current} (${pollers} poller${pollers === 1 ? '' : 's'})${ramp}`,
+  };
 }
 
 function oneLine(e: unknown): string {

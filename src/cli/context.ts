@@ -1,11 +1,11 @@
 import { Client, type Connection } from '@temporalio/client';
 import type { Command } from 'commander';
-import { loadConfig, type PipelineConfig } from '../config';
+import { loadConfig, type PipelineConfig } from '../process/config';
 import { defaultDataDir } from '../store/file-store';
 import type { EpisodeStore } from '../store/episode-store';
 import { openStore, storeApplicationName } from '../store/open-store';
 import { refusePasswordOnCommandLine } from '../store/postgres-url';
-import { connectClient } from '../temporal-connection';
+import { connectClient } from '../process/temporal-connection';
 
 /** Lazily built dependencies of CLI commands: a command that never talks to Temporal never connects. */
 export class CliContext {

@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import { formatMoney } from '../domain/money';
 import type { EpisodeState } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { stepKey } from '../domain/names';
 import { parseWeekId } from '../domain/week-id';
-import { ErrorType } from '../shared';
 import type { Charge } from '../vendor-api/api';
 import { createVendorClient } from '../vendor-api/client';
 import { envCredentialsLoader } from '../vendor-api/credentials';

@@ -1,30 +1,18 @@
 import type { Command } from 'commander';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { migrateLegacyStore, type MigrationReport } from '../legacy-migration/migrate';
-import { ErrorType } from '../shared';
 import { FileEpisodeStore } from '../store/file-store';
 import { formatProblem } from '../domain/problem';
 import { printJson, type CliContext } from './context';
 
-/** The old name of `migrate-legacy`, kept for one release: it was easy to confuse with `store migrate` (schema). */
-const DEPRECATED_NAME = 'migrate';
-
 /** `migrate-legacy`: legacy week-v1 episodes → versioned ids, evidence kept. Does not talk to Temporal. */
 export function registerLegacyMigrationCommands(program: Command, ctx: CliContext): void {
-  for (const name of ['migrate-legacy', DEPRECATED_NAME]) {
-    const deprecated = name === DEPRECATED_NAME;
-    program
-      .command(name, { hidden: deprecated })
-      .description('move legacy (week-v1) episodes to <week>-0, keeping their original files as evidence')
-      .option('--dry-run', 'pre-flight and print the plan; change nothing')
-      .option('--json', 'machine-readable output')
-      .action(async (opts: { dryRun?: boolean; json?: boolean }) => {
-        if (deprecated) {
-          console.error('episodes migrate is deprecated: use episodes migrate-legacy (the old name goes next release)');
-        }
-        await migrateLegacy(ctx, opts);
-      });
-  }
+  program
+    .command('migrate-legacy')
+    .description('move legacy (week-v1) episodes to <week>-0, keeping their original files as evidence')
+    .option('--dry-run', 'pre-flight and print the plan; change nothing')
+    .option('--json', 'machine-readable output')
+    .action((opts: { dryRun?: boolean; json?: boolean }) => migrateLegacy(ctx, opts));
 }
 
 async function migrateLegacy(ctx: CliContext, opts: { dryRun?: boolean; json?: boolean }): Promise<void> {

@@ -9,22 +9,15 @@ import type { Command } from 'commander';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { EpisodeState } from '../domain/episode-state';
 import type { PaidStep } from '../domain/paid-step';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { createVendorClient } from '../vendor-api/client';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import { episodeProductionWorkflow, episodeReassemblyWorkflow } from '../workflows';
-import {
-  approveUpdate,
-  reconciledSignal,
-  requestReworkUpdate,
-  statusQuery,
-  type ProductionStatus,
-} from '../workflows/messages';
-import { decide } from '../review/decision-updates';
+import { reconciledSignal, statusQuery, type ProductionStatus } from '../workflows/messages';
+import { sendDecision } from '../review/decision-updates';
 import { episodeRunTags } from '../workflows/episode-tags';
-import { approverProblem, notesProblem } from '../domain/decision';
+import { CHANNEL_LABELS, approverProblem, notesProblem } from '../domain/decision';
 import { formatMoney } from '../domain/money';
 import { paidStepWorkflowId, productionWorkflowId, reassemblyWorkflowId, stepKey } from '../domain/names';
 import { printJson, type CliContext } from './context';
@@ -81,9 +74,7 @@ function registerApprove(program: Command, ctx: CliContext): void {
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
       const pinned = parseRound(opts.round);
       const { id } = await existing(ctx, raw);
-      const d = await decide(await ctx.getClient(), id, 'approve', by, pinned, (h, round, updateId) =>
-        h.executeUpdate(approveUpdate, { args: [{ by, round }], updateId }),
-      );
+      const d = await sendDecision(await ctx.getClient(), id, { kind: 'approve', by }, { pinned, door: 'cli' });
       console.log(`${id}: round ${d.round} approved by ${d.by} (${productionWorkflowId(id)})`);
     });
 }
@@ -101,9 +92,7 @@ function registerRework(program: Command, ctx: CliContext): void {
       const by = checked(ErrorType.InvalidInput, approverProblem(opts.by), opts.by);
       const pinned = parseRound(opts.round);
       const { id } = await existing(ctx, raw);
-      const d = await decide(await ctx.getClient(), id, 'rework', by, pinned, (h, round, updateId) =>
-        h.executeUpdate(requestReworkUpdate, { args: [{ notes, by, round }], updateId }),
-      );
+      const d = await sendDecision(await ctx.getClient(), id, { kind: 'rework', by, notes }, { pinned, door: 'cli' });
       console.log(`${id}: rework of round ${d.round} requested by ${d.by} (${productionWorkflowId(id)})`);
     });
 }
@@ -183,9 +172,15 @@ function printStatus(
   for (const s of steps) console.log(`  ${s.step.padEnd(12)} ${s.status.padEnd(20)} job=${s.remote_job_id ?? '-'}`);
   printParked(state);
   console.log(`  cost so far  ${formatMoney(cost.amount_cents, cost.currency)}`);
-  for (const d of production?.decisions ?? []) console.log(`  decision     round ${d.round}: ${d.kind} by ${d.by}`);
+  for (const d of production?.decisions ?? []) {
+    const via = d.channel ? ` through ${CHANNEL_LABELS[d.channel]}` : '';
+    console.log(`  decision     round ${d.round}: ${d.kind} by ${d.by}${via}`);
+  }
   for (const l of production?.lateDecisions ?? []) {
     console.log(`  LATE         ${l.kind} by ${l.by} at ${l.at}, ignored: ${l.reason}`);
+  }
+  for (const l of production?.droppedDecisions ?? []) {
+    console.log(`  DROPPED      ${l.kind} signal by ${JSON.stringify(l.by)} at ${l.at}: ${l.reason}`);
   }
 }
 

@@ -1,15 +1,23 @@
-/** `episodes review …`: the review desk (serve) and its reviewers (add-reviewer, remove-reviewer, list-reviewers). */
+/**
+ * `episodes review …`: the review desk (serve), its reviewers (add-reviewer, rotate-reviewer, remove-reviewer,
+ * list-reviewers) and its sessions (sessions, sessions --revoke ID).
+ */
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
-import { loadReviewPublicUrl } from '../review-notice-config';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { openReviewSessions } from '../store/open-store';
+import { AuditLog } from '../review/audit-log';
+import { listenProblem, loadDeskSettings } from '../review/desk-settings';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
+import { vendorPriceSource } from '../review/prices';
 import { startReviewDesk } from '../review/server';
+import { readSetting } from '../settings/read';
+import { defaultText } from '../settings/reference';
+import { sessionHandle } from '../review/sessions';
+import { envCredentialsLoader } from '../vendor-api/credentials';
+import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import type { CliContext } from './context';
 import { untilSignal } from './vendor-commands';
-
-export const DEFAULT_REVIEW_LISTEN = '127.0.0.1:8240';
 
 const listenSchema = z
   .string()
@@ -20,11 +28,6 @@ const listenSchema = z
   })
   .refine((l) => l.port <= 65_535, 'the port must be 0-65535');
 
-const deskEnvSchema = z.object({
-  EPISODES_REVIEW_LISTEN: z.string().optional(),
-  EPISODES_REVIEW_TRUST_PROXY: z.string().optional(),
-});
-
 /** `HOST:PORT` (`[::1]:8240` for IPv6) as the desk listens on it. */
 export function parseListenAddress(raw: string, flag = '--listen'): { host: string; port: number } {
   return parse(flag, listenSchema, raw);
@@ -33,33 +36,78 @@ export function parseListenAddress(raw: string, flag = '--listen'): { host: stri
 export function registerReviewCommands(program: Command, ctx: CliContext): void {
   const review = program.command('review').description('the review desk: approve or rework episodes in a browser');
   const reviewers = () => new ReviewerStore(reviewersFile(ctx.dataDir));
+  registerServe(review, ctx, reviewers);
+  registerSessions(review, ctx);
+  registerReviewers(review, reviewers);
+}
 
+function registerServe(review: Command, ctx: CliContext, reviewers: () => ReviewerStore): void {
   review
     .command('serve')
     .description('serve the review desk (same store and Temporal connection as the CLI) until SIGINT/SIGTERM')
-    .option('--listen <host:port>', `address (env EPISODES_REVIEW_LISTEN, default ${DEFAULT_REVIEW_LISTEN})`)
-    .action(async (opts: { listen?: string }) => {
-      const env = deskEnvSchema.parse(process.env);
-      const listen = parse(
-        '--listen',
-        listenSchema,
-        opts.listen ?? env.EPISODES_REVIEW_LISTEN ?? DEFAULT_REVIEW_LISTEN,
-      );
+    .option(
+      '--listen <host:port>',
+      `address (env EPISODES_REVIEW_LISTEN, default ${defaultText('EPISODES_REVIEW_LISTEN')})`,
+    )
+    .option('--insecure', 'allow plain HTTP on a non-loopback address (tokens and cookies then travel in clear)')
+    .action(async (opts: { listen?: string; insecure?: boolean }) => {
+      const listen = parse('--listen', listenSchema, opts.listen ?? readSetting('EPISODES_REVIEW_LISTEN'));
+      const settings = loadDeskSettings();
+      const problem = listenProblem(listen.host, settings.publicUrl, opts.insecure === true);
+      if (problem !== undefined) throw new PipelineError(ErrorType.InvalidInput, problem);
       const desk = await startReviewDesk({
         ...listen,
         store: ctx.getStore(),
         reviewers: reviewers(),
         getClient: () => ctx.getClient(),
         budgetCents: ctx.config.budgetCents,
+        // The worker's vendor settings: the URL is checked now, the key read at the first price list.
+        prices: vendorPriceSource(envCredentialsLoader(), vendorEndpointFromEnv()),
         timeZone: ctx.config.timezone,
-        publicUrl: loadReviewPublicUrl(),
-        trustProxy: env.EPISODES_REVIEW_TRUST_PROXY,
+        publicUrl: settings.publicUrl,
+        trustProxy: settings.trustProxy,
+        tokens: settings.tokens,
+        oidc: settings.oidc,
+        sessionSettings: settings.sessions,
+        audit: settings.auditLog === 'stderr' ? AuditLog.toStderr() : AuditLog.toFile(settings.auditLog),
+        limits: { maxConnections: settings.maxConnections },
       });
-      console.log(`review desk on ${desk.url} (reviewers: ${reviewers().file})`);
+      const methods = [settings.tokens ? 'token' : null, settings.oidc ? `oidc (${settings.oidc.issuer.host})` : null];
+      console.log(`review desk on ${desk.url}; sign-in: ${methods.filter((m) => m !== null).join(', ')}`);
       await untilSignal();
       await desk.close();
     });
+}
 
+function registerSessions(review: Command, ctx: CliContext): void {
+  review
+    .command('sessions')
+    .description('list the open review sessions, or end one with --revoke ID')
+    .option('--revoke <id>', 'end the session with this ID (or a unique prefix of 8 or more characters)')
+    .action(async (opts: { revoke?: string }) => {
+      const sessions = openReviewSessions(ctx.getStore());
+      const all = await sessions.list();
+      if (opts.revoke === undefined) {
+        for (const s of all.sort((a, b) => a.created_at.localeCompare(b.created_at))) {
+          console.log(
+            `${sessionHandle(s)}  ${s.reviewer}  ${s.method}  from ${s.client_ip}  since ${s.created_at}  ` +
+              `last seen ${s.last_seen_at}  ends by ${s.expires_at}`,
+          );
+        }
+        if (all.length === 0) console.log('no open sessions');
+        return;
+      }
+      const id = opts.revoke.toLowerCase();
+      const matches = /^[0-9a-f]{8,64}$/.test(id) ? all.filter((s) => s.id_sha256.startsWith(id)) : [];
+      if (matches.length !== 1) {
+        throw new PipelineError(ErrorType.InvalidInput, `--revoke ${opts.revoke}: ${matches.length} sessions match`);
+      }
+      await sessions.delete(matches[0]!.id_sha256);
+      console.log(`session ${sessionHandle(matches[0]!)} of ${matches[0]!.reviewer} ended`);
+    });
+}
+
+function registerReviewers(review: Command, reviewers: () => ReviewerStore): void {
   review
     .command('add-reviewer')
     .description('add a reviewer and print their sign-in token once (only its hash is stored)')
@@ -68,6 +116,17 @@ export function registerReviewCommands(program: Command, ctx: CliContext): void 
       const store = reviewers();
       const token = await store.add(name);
       console.log(`reviewer ${name} added (${store.file}); their token, shown only now:`);
+      console.log(token);
+    });
+
+  review
+    .command('rotate-reviewer')
+    .description('give a reviewer a new token and print it once (the old token and its sessions stop working)')
+    .argument('<name>')
+    .action(async (name: string) => {
+      const store = reviewers();
+      const token = await store.rotate(name);
+      console.log(`reviewer ${name} has a new token (${store.file}); the old one and its sessions no longer work:`);
       console.log(token);
     });
 

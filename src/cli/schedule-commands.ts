@@ -7,9 +7,8 @@ import {
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { parseInstant } from '../domain/week-id';
-import { ErrorType } from '../shared';
 import { SCHEDULE_ID, SCHEDULED_WORKFLOW_ID_BASE } from '../domain/names';
 import { weeklyEpisodeWorkflow } from '../workflows';
 import { printJson, type CliContext } from './context';

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
-import { DEFAULT_VENDOR_PORT } from '../vendor-api/api';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { DEFAULT_VENDOR_PORT } from '../settings/table';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { startVendorSimulator } from '../vendor-sim/simulator';
+import { loadSimulatorSettings } from '../process/config';
 import type { CliContext } from './context';
 
 interface VendorSimOptions {
@@ -20,7 +20,9 @@ interface VendorSimOptions {
 export function registerVendorCommands(program: Command, _ctx: CliContext): void {
   program
     .command('vendor-sim')
-    .description('run the local vendor simulator on 127.0.0.1 until SIGINT/SIGTERM (key: VENDOR_API_KEY[_FILE])')
+    .description(
+      'run the local vendor simulator on 127.0.0.1 until SIGINT/SIGTERM (key: EPISODES_VENDOR_API_KEY[_FILE])',
+    )
     .option('--port <port>', 'TCP port (0 = any free port)', String(DEFAULT_VENDOR_PORT))
     .option('--api-key-file <file>', 'read the API key from this file instead of the environment')
     .option('--state-file <file>', 'keep jobs, charges and idempotency records in this JSON file across restarts')
@@ -34,17 +36,18 @@ export function registerVendorCommands(program: Command, _ctx: CliContext): void
       const jobDurationMs =
         opts.jobDurationMs === undefined ? undefined : parseInteger('--job-duration-ms', opts.jobDurationMs);
       const loader = envCredentialsLoader(
-        opts.apiKeyFile === undefined ? process.env : { VENDOR_API_KEY_FILE: opts.apiKeyFile },
+        opts.apiKeyFile === undefined ? process.env : { EPISODES_VENDOR_API_KEY_FILE: opts.apiKeyFile },
       );
       const sim = await startVendorSimulator({
         apiKey: await loader.load(),
         port,
         stateFile: opts.stateFile,
         jobDurationMs,
+        ...loadSimulatorSettings(),
         faults: { latencyMs, noIdempotency: opts.idempotency ? undefined : true },
         log: opts.quiet ? undefined : (line) => process.stderr.write(`vendor-sim: ${line}\n`),
       });
-      console.log(`vendor simulator listening on ${sim.url} (export VENDOR_BASE_URL=${sim.url})`);
+      console.log(`vendor simulator listening on ${sim.url} (export EPISODES_VENDOR_BASE_URL=${sim.url})`);
       await untilSignal();
       await sim.close();
       console.log('vendor simulator stopped');

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { parseEpisodeId } from '../domain/episode-id';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { EpisodeStore } from '../store/episode-store';
 import { FileEpisodeStore } from '../store/file-store';
 import { fileStoreSource } from '../verify/file-store-source';

@@ -1,5 +1,4 @@
-import { PipelineError } from './errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from './errors';
 
 /** A stable name for one logical scheduled run: the Temporal workflow ID of that run. */
 export type AllocationKey = string & { readonly __brand: 'AllocationKey' };

@@ -1,5 +1,4 @@
-import { PipelineError } from './errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from './errors';
 import { parseWeekId, type WeekId } from './week-id';
 
 /** `${week_id}-${sequence}`: the one durable id of an episode (directories, state, history, commands). */

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { parseEpisodeId, type EpisodeIdentity } from './episode-id';
 import { parseWeekId } from './week-id';
 import { paidStepSchema } from './paid-step';
+import { DECISION_CHANNELS } from './decision';
 
 const isoInstant = z.iso.datetime({ offset: true });
 
@@ -35,7 +36,7 @@ export const allocatedBySchema = z.discriminatedUnion('kind', [
 export type AllocatedBy = z.infer<typeof allocatedBySchema>;
 
 // Kept here too for the modules that read a step kind beside the records that hold it.
-export { PAID_STEPS, paidStepSchema, type PaidStep } from './paid-step';
+export { paidStepSchema, type PaidStep } from './paid-step';
 
 export const moneySchema = z.strictObject({ amount_cents: z.number().int().nonnegative(), currency: z.string() });
 export type Money = z.infer<typeof moneySchema>;
@@ -77,11 +78,23 @@ export const ledgerEntrySchema = z.strictObject({
 });
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 
+/** One decision taken in one round: who, through which channel (domain/decision.ts), when (workflow time). */
+export const decisionRecordSchema = z.strictObject({
+  round: z.number().int().nonnegative(),
+  kind: z.enum(['approve', 'rework']),
+  by: z.string(),
+  channel: z.enum(DECISION_CHANNELS),
+  at: isoInstant,
+});
+export type DecisionRecord = z.infer<typeof decisionRecordSchema>;
+
 export const approvalSchema = z.strictObject({
   status: z.enum(['pending', 'approved', 'rework_requested', 'expired']),
   by: z.string().nullable(),
   at: isoInstant.nullable(),
   notes: z.string().nullable(),
+  /** Every decision of the episode so far, oldest first (productions with the decision-channels patch). */
+  decisions: z.array(decisionRecordSchema).optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 

@@ -1,5 +1,4 @@
-import { PipelineError } from './errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from './errors';
 
 /** An ISO 8601 week, `YYYY-Www`, that is known to exist (W53 only in long years). */
 export type WeekId = string & { readonly __brand: 'WeekId' };
@@ -87,6 +86,14 @@ export function isoWeekOfInstant(instant: Date, timeZone: string): WeekId {
     throw new PipelineError(ErrorType.InvalidInput, `instant ${instant.toISOString()} is before year 1`);
   }
   return isoWeekOfDate(part('year'), part('month'), part('day'));
+}
+
+/** The ISO weeks of the last `count` weeks up to `now`'s in `timeZone`, oldest first. */
+export function lastWeeks(count: number, now: Date, timeZone: string): WeekId[] {
+  const weeks: WeekId[] = [];
+  for (let i = count - 1; i >= 0; i--)
+    weeks.push(isoWeekOfInstant(new Date(now.getTime() - i * 7 * 86_400_000), timeZone));
+  return weeks;
 }
 
 /** Parses an ISO 8601 instant with an explicit offset (`Z` or `+hh:mm`); a bare local time is ambiguous. */

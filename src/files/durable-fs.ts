@@ -11,10 +11,9 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { z } from 'zod';
-import { PipelineError, isPipelineError } from '../domain/errors';
+import { PipelineError, isPipelineError, ErrorType } from '../domain/errors';
 import { unexpectedContent } from '../domain/zod-issue';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 
 /** State and index files hold episode records and ledgers: owner-only. */
 export const FILE_MODE = 0o600;

@@ -6,8 +6,7 @@ import type { Stats } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import type { z } from 'zod';
 import { parseJsonText } from './durable-fs';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 
 /** The result of `read`, or `undefined` when the path does not exist; any other error is thrown. */
 async function unlessMissing<T>(read: () => Promise<T>): Promise<T | undefined> {

@@ -7,9 +7,8 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import {
   ensureDirDurable,
   exists,

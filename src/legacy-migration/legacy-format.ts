@@ -67,8 +67,6 @@ export type LegacyHistoryEntry = z.infer<typeof legacyHistoryEntrySchema>;
 /** Keys shaped like a week id are episodes; any other top-level key is kept, verbatim, only in the evidence copy. */
 export const LEGACY_WEEK_KEY = /^\d{4}-W\d{2}$/;
 
-export const legacyHistorySchema = z.record(z.string(), z.unknown());
-
 export type JsonObject = Record<string, unknown>;
 
 export function isJsonObject(v: unknown): v is JsonObject {

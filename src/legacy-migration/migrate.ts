@@ -42,22 +42,18 @@ export async function migrateLegacyStore(
   const now = options.now ?? (() => new Date());
   const first = await planMigration(store, now);
   if (first.kind === 'nothing-to-migrate') return report(store, 'nothing-to-migrate');
-  if (refuses(first.problems)) return report(store, 'refused', first.plan, first.problems);
+  if (first.problems.length > 0) return report(store, 'refused', first.plan, first.problems);
   if (options.dryRun) return report(store, 'dry-run', first.plan);
 
   return store.lock.withLock(async (guard) => {
     // Planned again: the store may have changed between the unlocked pre-flight and taking the lock.
     const locked = await planMigration(store, now);
     if (locked.kind === 'nothing-to-migrate') return report(store, 'nothing-to-migrate');
-    if (refuses(locked.problems)) return report(store, 'refused', locked.plan, locked.problems);
+    if (locked.problems.length > 0) return report(store, 'refused', locked.plan, locked.problems);
     await failpoint('migration.preflight-passed');
     await applyMigration(store, locked.plan, guard);
     return report(store, 'migrated', locked.plan);
   });
-}
-
-function refuses(problems: readonly Problem[]): boolean {
-  return problems.length > 0 && !unsafeIgnorePreflightForTests();
 }
 
 function report(
@@ -84,12 +80,4 @@ function report(
     })),
     problems,
   };
-}
-
-/**
- * Test-only: lets the pre-flight test show that it fails when the pre-flight is ignored. Never set it in production.
- * Read when a migration decides, not at import.
- */
-function unsafeIgnorePreflightForTests(env: NodeJS.ProcessEnv = process.env): boolean {
-  return env.EPISODES_UNSAFE_IGNORE_MIGRATION_PREFLIGHT_FOR_TESTS === '1';
 }

@@ -220,6 +220,15 @@ interface WeekContext {
 
 type Report = (code: ProblemCode, message: string, file: string) => void;
 
+/** One week being planned: what every step of its planning reads, and where it reports a problem. */
+interface WeekPlanning extends WeekContext {
+  store: FileEpisodeStore;
+  layout: MigrationLayout;
+  episodeId: EpisodeId;
+  journalWeek: MigrationJournal['weeks'][number] | undefined;
+  report: Report;
+}
+
 /** Where a week's original state.json is now (beside its media until the move, then the evidence copy). */
 interface WeekSource {
   legacyDir: string;
@@ -239,6 +248,7 @@ async function planWeek(store: FileEpisodeStore, layout: MigrationLayout, ctx: W
   const journalWeek = ctx.journal?.weeks.find((w) => w.from_id === fromId);
   const before = problems.length;
   const report: Report = (code, message, file) => problems.push(problem(code, message, { episode_id: fromId, file }));
+  const week: WeekPlanning = { ...ctx, store, layout, episodeId, journalWeek, report };
 
   if (ctx.journal && !journalWeek) {
     report(
@@ -248,26 +258,20 @@ async function planWeek(store: FileEpisodeStore, layout: MigrationLayout, ctx: W
     );
     return null;
   }
-  const source = await locateSource(layout, ctx, episodeId, journalWeek, report);
+  const source = await locateSource(week);
   if (!source) return null;
-  const parsed = await checkLegacyWeek(layout, ctx, source, report);
+  const parsed = await checkLegacyWeek(week, source);
   if (!parsed || problems.length > before || !ctx.history) return null;
-  const mapped = mapWeek(ctx, ctx.history, source, parsed, report);
+  const mapped = mapWeek(week, ctx.history, source, parsed);
   if (!mapped) return null;
-  const pending = await pendingSteps(store, fromId, episodeId, source, mapped, report, problems);
+  const pending = await pendingSteps(week, source, mapped);
   if (problems.length > before) return null;
   const { legacyDir, targetDir, sourceBytes } = source;
   return { fromId, episodeId, legacyDir, targetDir, sourceBytes, legacy: parsed.legacy, mapped, pending };
 }
 
-async function locateSource(
-  layout: MigrationLayout,
-  ctx: WeekContext,
-  episodeId: EpisodeId,
-  journalWeek: MigrationJournal['weeks'][number] | undefined,
-  report: Report,
-): Promise<WeekSource | null> {
-  const { fromId } = ctx;
+async function locateSource(week: WeekPlanning): Promise<WeekSource | null> {
+  const { fromId, layout, episodeId, journalWeek, report } = week;
   const legacyDir = layout.legacyDir(fromId);
   const targetDir = layout.targetDir(episodeId);
   const inLegacyDir = await isDirectory(legacyDir);
@@ -292,7 +296,7 @@ async function locateSource(
     }
   } else {
     const [file, source] =
-      ctx.history === undefined ? [layout.journal, 'the migration journal'] : [layout.legacyHistory, 'history.json'];
+      week.history === undefined ? [layout.journal, 'the migration journal'] : [layout.legacyHistory, 'history.json'];
     report(ProblemCode.LegacyHistoryMismatch, `${source} lists ${fromId} but ${legacyDir} is missing`, file);
     return null;
   }
@@ -316,19 +320,17 @@ async function locateSource(
 
 /** The legacy state parses, agrees with history.json, and every media file it records is there and intact. */
 async function checkLegacyWeek(
-  layout: MigrationLayout,
-  ctx: WeekContext,
+  week: WeekPlanning,
   source: WeekSource,
-  report: Report,
 ): Promise<{ raw: JsonObject; legacy: LegacyState } | null> {
-  const { fromId, problems } = ctx;
+  const { fromId, problems, layout, report } = week;
   const parsed = parseLegacyState(source.sourceFile, source.sourceBytes, fromId, problems);
   if (!parsed) return null;
   problems.push(...legacyRepresentationProblems(parsed.legacy, source.sourceFile, fromId));
-  if (ctx.history === undefined) {
+  if (week.history === undefined) {
     report(ProblemCode.LegacyHistoryMismatch, `history.json has no entry for ${fromId}`, layout.legacyHistory);
-  } else if (ctx.history !== null) {
-    problems.push(...historyDisagreements(layout.legacyHistory, fromId, parsed.legacy, ctx.history));
+  } else if (week.history !== null) {
+    problems.push(...historyDisagreements(layout.legacyHistory, fromId, parsed.legacy, week.history));
   }
   const mediaDir = source.inLegacyDir ? source.legacyDir : source.targetDir;
   for (const [name, media] of Object.entries(parsed.legacy.media)) {
@@ -342,11 +344,10 @@ async function checkLegacyWeek(
 }
 
 function mapWeek(
-  ctx: WeekContext,
+  week: WeekPlanning,
   history: LegacyHistoryWeek,
   source: WeekSource,
   parsed: { raw: JsonObject; legacy: LegacyState },
-  report: Report,
 ): MappedEpisode | null {
   try {
     return mapLegacyEpisode({
@@ -355,26 +356,19 @@ function mapWeek(
       historyRaw: history.raw,
       history: history.entry,
       sourceStateSha256: source.sourceStateSha256,
-      sourceHistorySha256: ctx.sourceHistorySha256,
-      migratedAt: ctx.migratedAt,
+      sourceHistorySha256: week.sourceHistorySha256,
+      migratedAt: week.migratedAt,
     });
   } catch (e) {
     const message = `does not fit the current schema: ${(e as Error).message}`;
-    report(ProblemCode.LegacyUnrepresentable, message, source.sourceFile);
+    week.report(ProblemCode.LegacyUnrepresentable, message, source.sourceFile);
     return null;
   }
 }
 
 /** Which steps of the week are still to do; a target that holds something else than the migration's is reported. */
-async function pendingSteps(
-  store: FileEpisodeStore,
-  fromId: WeekId,
-  episodeId: EpisodeId,
-  source: WeekSource,
-  mapped: MappedEpisode,
-  report: Report,
-  problems: Problem[],
-): Promise<WeekSteps> {
+async function pendingSteps(week: WeekPlanning, source: WeekSource, mapped: MappedEpisode): Promise<WeekSteps> {
+  const { store, fromId, episodeId, report, problems } = week;
   const { targetDir, inTargetDir } = source;
   const pending: WeekSteps = {
     evidence: source.evidenceBytes === undefined,

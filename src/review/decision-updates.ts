@@ -7,9 +7,8 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@
 import { ApplicationFailure } from '@temporalio/common';
 import type { DecisionKind } from '../domain/decision';
 import type { EpisodeId } from '../domain/episode-id';
-import { PipelineError } from '../domain/errors';
-import { decisionUpdateId, productionWorkflowId } from '../domain/names';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { decisionUpdateId, deskDecisionUpdateId, productionWorkflowId } from '../domain/names';
 import {
   approveUpdate,
   requestReworkUpdate,
@@ -18,27 +17,36 @@ import {
   type ProductionStatus,
 } from '../workflows/messages';
 
-export type ProductionHandle = ReturnType<Client['workflow']['getHandle']>;
+export type Decision = { kind: 'approve'; by: string } | { kind: 'rework'; by: string; notes: string };
+
+/** Who sends it: the round the operator pinned (if any) and which front door sends it. */
+export interface DecisionDoor {
+  pinned: number | undefined;
+  door: 'cli' | 'desk';
+}
 
 /**
- * One decision as an update with an ID derived from episode, round, kind and approver: a retried call gets the first
- * answer back, a refused one exits with the workflow's reason. The round is `pinned` when the operator named it
- * (the workflow refuses a decision for any other round); otherwise the one the production waits in, or, if it has
- * already moved on after this approver's own decision (a retry), that decision's round. Only the pinned form is safe
- * for a rework retried after its new round has opened: unpinned, that retry is a decision for the new round.
+ * One decision as an update with an ID derived from episode, round, kind, approver and door: a retried call gets the
+ * first answer back, a refused one exits with the workflow's reason, and the workflow records the door as the
+ * decision's channel. The round is `pinned` when the operator named it (the workflow refuses a decision for any other
+ * round); otherwise the one the production waits in, or, if it has already moved on after this approver's own
+ * decision (a retry), that decision's round. Only the pinned form is safe for a rework retried after its new round
+ * has opened: unpinned, that retry is a decision for the new round.
  */
-export async function decide(
+export async function sendDecision(
   client: Client,
   id: EpisodeId,
-  kind: DecisionKind,
-  by: string,
-  pinned: number | undefined,
-  send: (h: ProductionHandle, round: number, updateId: string) => Promise<AcceptedDecision>,
+  decision: Decision,
+  { pinned, door }: DecisionDoor,
 ): Promise<AcceptedDecision> {
+  const { kind, by } = decision;
   const handle = client.workflow.getHandle(productionWorkflowId(id));
   try {
     const round = pinned ?? decisionRound(await handle.query(statusQuery), kind, by);
-    return await send(handle, round, decisionUpdateId(id, round, kind, by));
+    const updateId = (door === 'desk' ? deskDecisionUpdateId : decisionUpdateId)(id, round, kind, by);
+    return await (decision.kind === 'approve'
+      ? handle.executeUpdate(approveUpdate, { args: [{ by, round }], updateId })
+      : handle.executeUpdate(requestReworkUpdate, { args: [{ notes: decision.notes, by, round }], updateId }));
   } catch (e) {
     if (e instanceof WorkflowNotFoundError) {
       throw new PipelineError(ErrorType.InvalidState, `no running production for ${id} (${productionWorkflowId(id)})`);
@@ -49,23 +57,6 @@ export async function decide(
     }
     throw e;
   }
-}
-
-export type Decision = { kind: 'approve'; by: string } | { kind: 'rework'; by: string; notes: string };
-
-/** `decide` with the matching update: what the review desk sends for a button. */
-export function sendDecision(
-  client: Client,
-  id: EpisodeId,
-  decision: Decision,
-  pinned: number | undefined,
-): Promise<AcceptedDecision> {
-  const { by } = decision;
-  return decide(client, id, decision.kind, by, pinned, (h, round, updateId) =>
-    decision.kind === 'approve'
-      ? h.executeUpdate(approveUpdate, { args: [{ by, round }], updateId })
-      : h.executeUpdate(requestReworkUpdate, { args: [{ notes: decision.notes, by, round }], updateId }),
-  );
 }
 
 function decisionRound(status: ProductionStatus, kind: DecisionKind, by: string): number {

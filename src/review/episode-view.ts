@@ -1,9 +1,12 @@
 /**
  * What the desk shows, derived from the store alone (no Temporal query per page): the round that waits, since when,
- * what it cost, the rounds before it with their notes, and the quotes of the next paid steps when known.
+ * what it cost, the rounds before it with their notes and decisions, and (with the vendor's prices) what each choice
+ * will cost.
  */
-import type { EpisodeState, Money, PaidStep, StepRecord } from '../domain/episode-state';
+import { committedCents } from '../activities/paid-step-submit';
+import type { DecisionRecord, EpisodeState, Money, PaidStep, StepRecord } from '../domain/episode-state';
 import { stepKey } from '../domain/names';
+import type { Prices } from '../vendor-api/api';
 
 /** An episode whose current round waits for approve / rework. */
 export function isWaiting(state: EpisodeState): boolean {
@@ -52,16 +55,62 @@ export function roundsOf(state: EpisodeState): RoundView[] {
   return rounds;
 }
 
-/** The latest quote the vendor gave for each step kind in any stored episode: what the next such step will cost. */
-export function knownQuotes(states: readonly EpisodeState[]): Partial<Record<PaidStep, Money>> {
-  const latest: Partial<Record<PaidStep, { at: string; cost: Money }>> = {};
-  for (const state of states) {
-    for (const s of Object.values(state.steps)) {
-      const seen = latest[s.step];
-      if (s.quoted_cost && (!seen || seen.at < s.intent_at)) latest[s.step] = { at: s.intent_at, cost: s.quoted_cost };
-    }
-  }
-  return Object.fromEntries(Object.entries(latest).map(([k, v]) => [k, v.cost]));
+/** What one choice on the form starts: the paid steps it sends next, their price, and the budget left after them. */
+export interface ChoiceCost {
+  steps: { step: PaidStep; round: number; price: Money }[];
+  total: Money;
+  /** The budget left once these are paid; null when the prices are in another currency than the ledger. */
+  leftAfterCents: number | null;
+}
+
+export interface DecisionCosts {
+  /** Budget minus what is spent or promised (ledger and accepted jobs not charged yet). */
+  leftCents: number;
+  currency: string;
+  approve: ChoiceCost;
+  rework: ChoiceCost;
+}
+
+/**
+ * The cost of each choice in the round under review, from the vendor's prices: approve pays the final assembly,
+ * rework pays one rework job (and then waits for a new decision).
+ */
+export function decisionCosts(state: EpisodeState, prices: Prices, budgetCents: number): DecisionCosts {
+  const leftCents = budgetCents - committedCents(state);
+  const { currency } = costOf(state);
+  const choice = (steps: ChoiceCost['steps']): ChoiceCost => {
+    const total = { amount_cents: steps.reduce((sum, s) => sum + s.price.amount_cents, 0), currency };
+    const same = steps.every((s) => s.price.currency === currency);
+    return {
+      steps,
+      total: same ? total : steps[0]!.price,
+      leftAfterCents: same ? leftCents - total.amount_cents : null,
+    };
+  };
+  const round = currentRound(state);
+  return {
+    leftCents,
+    currency,
+    approve: choice([{ step: 'assembly', round: 0, price: prices.assembly }]),
+    rework: choice([{ step: 'rework', round: round + 1, price: prices.rework }]),
+  };
+}
+
+/** The round whose cut the final video assembles (the assembly's `video_job`), or null when it cannot be told. */
+export function finalVideoRound(state: EpisodeState): number | null {
+  const video = state.media.video;
+  const assembly = Object.values(state.steps).find(
+    (s) => s.step === 'assembly' && s.artifact !== null && s.artifact.sha256 === video?.sha256,
+  );
+  const cut = Object.values(state.steps).find(
+    (s) => s.remote_job_id !== null && s.remote_job_id === assembly?.spec.video_job,
+  );
+  return cut ? cut.round : null;
+}
+
+/** Every decision with who took it and through which channel (runs before the decision-channels patch: none). */
+export function decisionsOf(state: EpisodeState): DecisionRecord[] {
+  return state.approval?.decisions ?? [];
 }
 
 export interface RemoteJobView {

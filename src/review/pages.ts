@@ -1,8 +1,21 @@
 /** The desk's pages, rendered on the server from plain view data; every value goes through `html`'s escaping. */
-import type { EpisodeState, HistoryEntry, Money, PaidStep } from '../domain/episode-state';
+import { CHANNEL_LABELS } from '../domain/decision';
+import type { EpisodeState, HistoryEntry, Money } from '../domain/episode-state';
 import { formatMoney } from '../domain/money';
-import { costOf, currentRound, isWaiting, remoteJobsOf, roundsOf, waitingSince } from './episode-view';
+import {
+  costOf,
+  currentRound,
+  decisionCosts,
+  decisionsOf,
+  finalVideoRound,
+  isWaiting,
+  remoteJobsOf,
+  roundsOf,
+  waitingSince,
+  type ChoiceCost,
+} from './episode-view';
 import { html, page, type SafeHtml } from './html';
+import type { PriceList } from './prices';
 import { spendChart, type WeekSpend } from './spend-chart';
 
 export interface Viewer {
@@ -36,24 +49,6 @@ function table(headings: string[], rows: SafeHtml[], foot: SafeHtml | null): Saf
   </table>`;
 }
 
-export function signInPage(csrf: string, problem: string | null): SafeHtml {
-  return page(
-    'Sign in',
-    html`<h1>Sign in</h1>
-      ${problem ? html`<p class="notice refused" role="alert">${problem}</p>` : null}
-      <form method="post" action="/sign-in">
-        <input type="hidden" name="_csrf" value="${csrf}" />
-        <p>
-          <label for="token">Token</label><br />
-          <input id="token" name="token" type="password" autocomplete="current-password" size="60" required />
-        </p>
-        <button type="submit">Sign in</button>
-      </form>
-      <p>A reviewer's token comes from <code>npx episodes review add-reviewer NAME</code>.</p>`,
-    null,
-  );
-}
-
 export function errorPage(title: string, message: string, viewer: Viewer | null): SafeHtml {
   return page(
     title,
@@ -77,17 +72,15 @@ function budgetCell(cost: Money, budgetCents: number): SafeHtml {
   return html`<span class="${over ? 'over' : ''}">${money(cost)} of ${formatMoney(budgetCents, cost.currency)}</span>`;
 }
 
-function quotesText(quotes: Partial<Record<PaidStep, Money>>): string {
-  const parts = [
-    quotes.assembly ? `approve: assembly ${money(quotes.assembly)}` : null,
-    quotes.rework ? `rework: ${money(quotes.rework)}` : null,
-  ].filter((p) => p !== null);
-  return parts.length > 0 ? parts.join(' · ') : 'not known yet';
+/** The waiting list's line: what each choice's next paid step costs at the vendor's current prices. */
+function pricesText(prices: PriceList): string {
+  if (!prices.ok) return `price unavailable: ${prices.reason}`;
+  return `approve: assembly ${money(prices.prices.assembly)} · rework: ${money(prices.prices.rework)}`;
 }
 
 export function waitingPage(
   states: readonly EpisodeState[],
-  ctx: { viewer: Viewer; budgetCents: number; quotes: Partial<Record<PaidStep, Money>>; now: Date },
+  ctx: { viewer: Viewer; budgetCents: number; prices: PriceList; now: Date },
 ): SafeHtml {
   const waiting = states
     .filter(isWaiting)
@@ -112,7 +105,7 @@ export function waitingPage(
           ? html`<p>No episode is waiting for a decision.</p>`
           : table(['Episode', 'Round', 'Waiting', 'Cost so far / budget $'], rows, null)
       }
-      <p>Next paid step: ${quotesText(ctx.quotes)}.</p>`,
+      <p>Next paid step: ${pricesText(ctx.prices)}.</p>`,
     ctx.viewer,
   );
 }
@@ -123,7 +116,8 @@ export interface EpisodePageData {
   state: EpisodeState;
   viewer: Viewer;
   budgetCents: number;
-  quotes: Partial<Record<PaidStep, Money>>;
+  /** The vendor's current prices, for what each choice will cost. */
+  prices: PriceList;
   /** Media keys whose file is real media (false: the simulator had no ffmpeg). */
   playable: Record<string, boolean>;
   outcome: DecisionOutcome | null;
@@ -156,20 +150,53 @@ function decisionForms(d: EpisodePageData, round: number): SafeHtml {
   const hidden = html`<input type="hidden" name="_csrf" value="${d.viewer.csrf}" />
     <input type="hidden" name="round" value="${round}" />`;
   const url = `/episodes/${d.state.episode_id}/decision`;
+  const { prices } = d;
+  const costs = prices.ok ? decisionCosts(d.state, prices.prices, d.budgetCents) : null;
+  const cost = (id: 'approve' | 'rework', what: string): SafeHtml =>
+    prices.ok && costs
+      ? costText(costs[id], { id: `${id}-cost`, what, currency: costs.currency })
+      : html`<p id="${id}-cost">${what}: price unavailable: ${prices.ok ? '' : prices.reason}.</p>`;
   return html`<section aria-label="Decision">
     <h2>Decision on round ${round}</h2>
+    ${
+      prices.ok && costs
+        ? html`<p>
+            Budget left: <strong>${formatMoney(costs.leftCents, costs.currency)}</strong> of
+            ${formatMoney(d.budgetCents, costs.currency)}. Prices as the vendor published them at
+            ${prices.at.toISOString()}; the vendor quotes again when a step is sent.
+          </p>`
+        : null
+    }
     <form method="post" action="${url}">
-      ${hidden}
-      <button type="submit" name="action" value="approve">Approve</button>
+      ${hidden} ${cost('approve', 'Approve costs')}
+      <button type="submit" name="action" value="approve" aria-describedby="approve-cost">Approve</button>
     </form>
     <form method="post" action="${url}">
       ${hidden}
       <p>
         <label for="notes">Notes</label><br /><textarea id="notes" name="notes" maxlength="4000" required></textarea>
       </p>
-      <button type="submit" name="action" value="rework">Request rework</button>
+      ${cost('rework', 'A rework costs')}
+      <button type="submit" name="action" value="rework" aria-describedby="rework-cost">Request rework</button>
     </form>
   </section>`;
+}
+
+/** `Approve costs 8.00 USD (assembly); budget left after: 147.00 USD.`, flagged when it would exceed the budget. */
+function costText(c: ChoiceCost, o: { id: string; what: string; currency: string }): SafeHtml {
+  const steps = c.steps.map((s) => (s.step === 'rework' ? `rework round ${s.round}` : s.step)).join(', ');
+  const left = c.leftAfterCents;
+  return html`<p id="${o.id}">
+    ${o.what} <strong>${money(c.total)}</strong> (${steps})${
+      left === null ? null : html`; budget left after: ${formatMoney(left, o.currency)}`
+    }.${
+      left !== null && left < 0
+        ? html` <span class="over"
+            >Over the budget by ${formatMoney(-left, o.currency)}: the vendor step would be refused.</span
+          >`
+        : null
+    }
+  </p>`;
 }
 
 export function episodePage(d: EpisodePageData): SafeHtml {
@@ -184,24 +211,20 @@ export function episodePage(d: EpisodePageData): SafeHtml {
   const outcome = d.outcome
     ? html`<p class="notice ${d.outcome.accepted ? 'ok' : 'refused'}" role="status">${d.outcome.message}</p>`
     : null;
-  const approval = state.approval;
+  const from = finalVideoRound(state);
+  const label = completed ? `Final video, assembled from round ${from ?? '?'}` : `Round ${round}`;
   return page(
     state.episode_id,
     html`<h1>Episode ${state.episode_id}</h1>
       ${outcome}
       <p>
-        Status: <strong>${state.status}</strong>${
-          approval && approval.status !== 'pending'
-            ? html` · last decision: ${approval.status}${approval.by ? html` by ${approval.by}` : null}`
-            : null
-        }
-        · cost so far ${budgetCell(cost, d.budgetCents)}
+        Status: <strong>${state.status}</strong>${lastDecision(state)} · cost so far ${budgetCell(cost, d.budgetCents)}
       </p>
       <section aria-label="Current cut">
         <h2>${completed ? 'Final video' : `Round ${round}`}</h2>
-        ${videoBlock(d, current, completed ? 'Final video' : `Round ${round}`)} ${coverBlock(d, cover)}
+        ${videoBlock(d, current, label)} ${coverBlock(d, cover)}
       </section>
-      ${decisionForms(d, round)} ${isWaiting(state) ? html`<p>Next paid step: ${quotesText(d.quotes)}.</p>` : null}
+      ${decisionForms(d, round)} ${decisionsTable(state)}
       ${
         earlier.length > 0
           ? html`<section>
@@ -231,6 +254,35 @@ export function episodePage(d: EpisodePageData): SafeHtml {
   );
 }
 
+/** ` · last decision: approved by alice through the review desk` (the channel where the store has it). */
+function lastDecision(state: EpisodeState): SafeHtml | null {
+  const approval = state.approval;
+  if (!approval || approval.status === 'pending') return null;
+  const last = decisionsOf(state).at(-1);
+  const via = last && last.by === approval.by ? html` through ${CHANNEL_LABELS[last.channel]}` : null;
+  return html` · last decision: ${approval.status}${approval.by ? html` by ${approval.by}${via}` : null}`;
+}
+
+/** Every decision taken: round, what, who, through which channel, when. */
+function decisionsTable(state: EpisodeState): SafeHtml | null {
+  const decisions = decisionsOf(state);
+  if (decisions.length === 0) return null;
+  const rows = decisions.map(
+    (x) =>
+      html`<tr>
+        <td>${x.round}</td>
+        <td>${x.kind === 'approve' ? 'approved' : 'rework requested'}</td>
+        <td>${x.by}</td>
+        <td>${CHANNEL_LABELS[x.channel]}</td>
+        <td>${x.at}</td>
+      </tr>`,
+  );
+  return html`<section aria-label="Decisions">
+    <h2>Decisions</h2>
+    ${table(['Round', 'Decision', 'By', 'Through', 'At'], rows, null)}
+  </section>`;
+}
+
 /** The rounds before the current one (all of them once completed), each with its cut and its rework notes. */
 function earlierRoundItems(d: EpisodePageData, rounds: ReturnType<typeof roundsOf>): SafeHtml[] {
   return rounds.map(
@@ -242,10 +294,11 @@ function earlierRoundItems(d: EpisodePageData, rounds: ReturnType<typeof roundsO
   );
 }
 
+/** Every round shows the one cover, made in round 0 (`cover-r0`). */
 function coverBlock(d: EpisodePageData, cover: string | null): SafeHtml {
   if (!cover) return html`<p>Cover: not delivered yet.</p>`;
   return html`<figure>
-    <img class="cover" src="${mediaUrl(d.state, cover)}" alt="Cover of ${d.state.episode_id}" />
+    <img class="cover" src="${mediaUrl(d.state, cover)}" alt="Cover of ${d.state.episode_id}, round 0" />
     ${
       d.playable[cover] === false
         ? html`<figcaption class="notice warn">Cover preview not viewable (synthetic bytes).</figcaption>`

@@ -1,57 +1,59 @@
 /**
- * The review desk: Fastify with its own plugins for cookies, CSRF tokens, rate limits and static files (Range,
- * ETag, no path tricks through `send`), pages rendered on the server (pages.ts). Nothing but `/sign-in`, `/health` and
- * the stylesheet answers without a session; every POST needs the CSRF token of the form it came from; the decision's
- * `by` is the session's reviewer. Every route parses its input with zod. Reads come from the store; decisions go to
- * the production workflow as the CLI's updates (src/review/decision-updates.ts).
+ * The review desk: Fastify with its own plugins for cookies, forms and static files (Range for the assets; media are
+ * streamed from one opened descriptor, media.ts), pages rendered on the server (pages.ts). Nothing but sign-in,
+ * `/health` and the stylesheet answers without a session; every POST must come from the desk's own origin and carry
+ * the CSRF token derived from its session (desk.ts); the decision's `by` is the session's reviewer. Sessions live in
+ * the store (sessions.ts); sign-in is by token, OIDC, or both (sign-in-routes.ts). Every route parses its input with
+ * zod. Reads come from the store; decisions go to the production workflow as the CLI's updates
+ * (src/review/decision-updates.ts). What the desk sees is in its audit log (audit-log.ts).
  */
 import * as path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
-import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
-import fastifyRateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
-import type { Client } from '@temporalio/client';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import Fastify, {
+  type FastifyHttpOptions,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { z } from 'zod';
 import { sendDecision, type Decision } from './decision-updates';
 import { notesProblem } from '../domain/decision';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { isPipelineError } from '../domain/errors';
-import { isoWeekOfInstant, parseWeekId } from '../domain/week-id';
-import type { EpisodeState } from '../domain/episode-state';
-import type { EpisodeStore } from '../store/episode-store';
-import { knownQuotes } from './episode-view';
-import type { SafeHtml } from './html';
-import { isPlayable, mediaKeySchema, resolveMedia } from './media';
-import { donePage, episodePage, errorPage, signInPage, waitingPage, type DecisionOutcome, type Viewer } from './pages';
-import type { ReviewerStore } from './reviewers';
-import { TOKEN_PATTERN } from './reviewers';
-import { DEFAULT_SESSION_TTL_MS, SESSION_COOKIE, Sessions } from './sessions';
+import { lastWeeks } from '../domain/week-id';
+import { openReviewSessions } from '../store/open-store';
+import { AuditLog } from './audit-log';
+import {
+  DEFAULT_CONNECTION_LIMITS,
+  audit,
+  csrfOk,
+  notFound,
+  refused,
+  registerHooks,
+  sendPage,
+  viewer,
+  type Desk,
+  type ReviewDeskOptions,
+} from './desk';
+import { isWaiting } from './episode-view';
+import { FailureLimit } from './guards';
+import { isPlayable, mediaKeySchema, mediaResponse, openMedia } from './media';
+import { OidcSignIn } from './oidc';
+import { donePage, episodePage, waitingPage, type DecisionOutcome } from './pages';
+import type { PriceList } from './prices';
+import { DEFAULT_SESSION_SETTINGS, DeskSessions } from './sessions';
+import { registerSignIn } from './sign-in-routes';
 import type { WeekSpend } from './spend-chart';
 
-export interface ReviewDeskOptions {
-  store: EpisodeStore;
-  reviewers: ReviewerStore;
-  /** Connected at the first decision, so pages work while Temporal is away. */
-  getClient: () => Promise<Client>;
-  budgetCents: number;
-  timeZone: string;
-  /** Fastify's `trustProxy` (e.g. `127.0.0.1`): only then are X-Forwarded-For/-Proto believed. */
-  trustProxy?: boolean | string;
-  /** `https://…`: cookies are Secure whatever the hop to the desk was. */
-  publicUrl?: URL;
-  signInLimit?: { max: number; timeWindowMs: number };
-  sessionTtlMs?: number;
-}
+export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type ReviewDeskOptions } from './desk';
 
 const ASSETS = path.resolve(__dirname, '..', '..', '..', 'src', 'review', 'assets');
-const PUBLIC_PATHS = new Set(['/sign-in', '/health', '/assets/desk.css']);
 
 const episodeParams = z.strictObject({ id: z.string().max(40) });
 const mediaParams = z.strictObject({ id: z.string().max(40), key: mediaKeySchema });
-const signInBody = z.object({ token: z.string().max(200), _csrf: z.string().max(200) });
 const decisionBody = z.discriminatedUnion('action', [
   z.object({ action: z.literal('approve'), round: z.coerce.number().int().min(0).max(9999), _csrf: z.string() }),
   z.object({
@@ -62,28 +64,37 @@ const decisionBody = z.discriminatedUnion('action', [
   }),
 ]);
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    reviewer?: string;
-  }
-}
-
-/** What every route shares: the options, the sessions and the cookie settings. */
-interface Desk {
-  o: ReviewDeskOptions;
-  sessions: Sessions;
-  cookieOptions: { path: '/'; httpOnly: true; sameSite: 'strict'; secure: true | 'auto' };
-}
-
 export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, trustProxy: o.trustProxy ?? false, bodyLimit: 64 * 1024 });
-  const secure = o.publicUrl?.protocol === 'https:' ? true : 'auto';
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...o.limits };
+  const options: FastifyHttpOptions<Server> = {
+    logger: false,
+    trustProxy: trustProxyOf(o.trustProxy),
+    bodyLimit: 64 * 1024,
+    connectionTimeout: limits.idleMs,
+    keepAliveTimeout: limits.keepAliveMs,
+    requestTimeout: limits.requestMs,
+    // How often Node looks for requests past their headers or request timeout.
+    http: { headersTimeout: limits.headersMs, connectionsCheckingInterval: Math.min(1_000, limits.headersMs) },
+  };
+  const app = Fastify(options);
+  app.server.maxConnections = limits.maxConnections;
+  const https = o.publicUrl?.protocol === 'https:';
+  const limit = o.signInLimit ?? { max: 10, timeWindowMs: 5 * 60_000 };
   const desk: Desk = {
     o,
-    sessions: new Sessions(o.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS),
-    cookieOptions: { path: '/', httpOnly: true, sameSite: 'strict', secure },
+    sessions: new DeskSessions(o.sessions ?? openReviewSessions(o.store), {
+      ...DEFAULT_SESSION_SETTINGS,
+      ...o.sessionSettings,
+    }),
+    oidc: o.oidc ? new OidcSignIn(o.oidc) : undefined,
+    audit: o.audit ?? AuditLog.toStderr(),
+    limit: new FailureLimit(limit.max, limit.timeWindowMs),
+    https,
+    cookie: { path: '/', httpOnly: true, secure: https ? true : 'auto' },
   };
-  await registerPlugins(app, desk);
+  await app.register(fastifyCookie);
+  await app.register(fastifyFormbody);
+  await app.register(fastifyStatic, { root: ASSETS, prefix: '/assets/', index: false, list: false });
   registerHooks(app, desk);
   registerSignIn(app, desk);
   registerPages(app, desk);
@@ -93,86 +104,16 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
   return app;
 }
 
-async function registerPlugins(app: FastifyInstance, desk: Desk): Promise<void> {
-  await app.register(fastifyCookie, { secret: randomBytes(32).toString('hex') });
-  await app.register(fastifyFormbody);
-  await app.register(fastifyCsrf, { cookieOpts: { ...desk.cookieOptions, signed: true } });
-  await app.register(fastifyRateLimit, { global: false });
-  await app.register(fastifyStatic, { root: ASSETS, prefix: '/assets/', index: false, list: false });
-}
-
-function registerHooks(app: FastifyInstance, { o, sessions }: Desk): void {
-  app.addHook('onSend', async (_req, reply, payload) => {
-    reply.header(
-      'content-security-policy',
-      "default-src 'none'; style-src 'self'; img-src 'self'; media-src 'self'; form-action 'self'; " +
-        "frame-ancestors 'none'; base-uri 'none'",
-    );
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('referrer-policy', 'no-referrer');
-    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
-    return payload;
-  });
-
-  app.addHook('onRequest', async (req, reply) => {
-    req.reviewer = sessions.lookup(req.cookies[SESSION_COOKIE], (name) => o.reviewers.exists(name));
-    if (req.reviewer !== undefined || PUBLIC_PATHS.has(req.url.split('?')[0]!)) return;
-    // Only the sign-in page, whatever was asked for.
-    if (req.method === 'GET' || req.method === 'HEAD') return reply.redirect('/sign-in', 303);
-    return sendPage(reply.code(401), signInPage(reply.generateCsrf(), 'Sign in first.'));
-  });
-
-  app.get('/health', () => Promise.resolve({ status: 'ok' }));
-}
-
-function registerSignIn(app: FastifyInstance, { o, sessions, cookieOptions }: Desk): void {
-  const csrf = app.csrfProtection.bind(app);
-  app.get('/sign-in', async (req, reply) => {
-    if (req.reviewer !== undefined) return reply.redirect('/', 303);
-    return sendPage(reply, signInPage(reply.generateCsrf(), null));
-  });
-
-  const limit = o.signInLimit ?? { max: 10, timeWindowMs: 5 * 60_000 };
-  app.post(
-    '/sign-in',
-    {
-      preHandler: csrf,
-      config: { rateLimit: { max: limit.max, timeWindow: limit.timeWindowMs } },
-    },
-    async (req, reply) => {
-      const body = signInBody.safeParse(req.body);
-      const token = body.success ? body.data.token.trim() : '';
-      const name = TOKEN_PATTERN.test(token) ? o.reviewers.authenticate(token) : undefined;
-      if (name === undefined) {
-        return sendPage(reply.code(401), signInPage(reply.generateCsrf(), 'That token is not a reviewer’s token.'));
-      }
-      sessions.end(req.cookies[SESSION_COOKIE]);
-      reply.setCookie(SESSION_COOKIE, sessions.create(name), {
-        ...cookieOptions,
-        maxAge: Math.floor((o.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS) / 1000),
-      });
-      return reply.redirect('/', 303);
-    },
-  );
-
-  app.post('/sign-out', { preHandler: csrf }, async (req, reply) => {
-    sessions.end(req.cookies[SESSION_COOKIE]);
-    reply.clearCookie(SESSION_COOKIE, cookieOptions);
-    return reply.redirect('/sign-in', 303);
-  });
-}
-
 function registerPages(app: FastifyInstance, { o }: Desk): void {
   app.get('/', async (req, reply) => {
     // Only the unfinished ones are read: a store of years of completed episodes costs this page nothing.
     const states = await o.store.listUnfinishedEpisodes();
-    const newest = await newestCompleted(o, new Date());
     return sendPage(
       reply,
       waitingPage(states, {
         viewer: viewer(req, reply),
         budgetCents: o.budgetCents,
-        quotes: knownQuotes(newest ? [...states, newest] : states),
+        prices: await pricesOf(o),
         now: new Date(),
       }),
     );
@@ -191,28 +132,31 @@ function registerPages(app: FastifyInstance, { o }: Desk): void {
 
   app.get('/episodes/:id', async (req, reply) => {
     const id = episodeIdOf(episodeParams.safeParse(req.params).data?.id);
-    return renderEpisode(o, req, reply, id, null);
+    return renderEpisode(o, req, reply, { id, outcome: null });
   });
 }
 
-function registerDecisions(app: FastifyInstance, { o }: Desk): void {
-  app.post('/episodes/:id/decision', { preHandler: app.csrfProtection.bind(app) }, async (req, reply) => {
+function registerDecisions(app: FastifyInstance, desk: Desk): void {
+  const { o } = desk;
+  app.post('/episodes/:id/decision', async (req, reply) => {
+    if (!csrfOk(desk, req, 'session')) return refused(req, reply, 'The form was not this session’s; reload the page.');
     const id = episodeIdOf(episodeParams.safeParse(req.params).data?.id);
     const body = decisionBody.safeParse(req.body);
     if (id === undefined) return notFound(req, reply);
-    if (!body.success) return renderEpisode(o, req, reply.code(400), id, refusal('the form was incomplete'));
-    const by = req.reviewer!;
+    if (!body.success)
+      return renderEpisode(o, req, reply.code(400), { id, outcome: refusal('the form was incomplete') });
+    const by = req.deskSession!.record.reviewer;
     let decision: Decision;
     if (body.data.action === 'rework') {
       const notes = body.data.notes.trim();
       const problem = notesProblem(notes);
-      if (problem !== undefined) return renderEpisode(o, req, reply.code(400), id, refusal(problem));
+      if (problem !== undefined) return renderEpisode(o, req, reply.code(400), { id, outcome: refusal(problem) });
       decision = { kind: 'rework', by, notes };
     } else decision = { kind: 'approve', by };
     if ((await o.store.getEpisode(id)) === undefined) return notFound(req, reply);
     let outcome: DecisionOutcome;
     try {
-      const d = await sendDecision(await o.getClient(), id, decision, body.data.round);
+      const d = await sendDecision(await o.getClient(), id, decision, { pinned: body.data.round, door: 'desk' });
       const what = d.kind === 'approve' ? 'approved' : 'rework requested';
       outcome = { accepted: true, message: `Accepted: round ${d.round} ${what} by ${d.by}.` };
     } catch (e) {
@@ -220,7 +164,27 @@ function registerDecisions(app: FastifyInstance, { o }: Desk): void {
       outcome = refusal(e.message);
       reply.code(409);
     }
-    return renderEpisode(o, req, reply, id, outcome);
+    auditDecision(desk, req, { id, kind: decision.kind, round: body.data.round, outcome });
+    return renderEpisode(o, req, reply, { id, outcome });
+  });
+}
+
+function auditDecision(
+  desk: Desk,
+  req: FastifyRequest,
+  d: { id: EpisodeId; kind: 'approve' | 'rework'; round: number; outcome: DecisionOutcome },
+): void {
+  const { record } = req.deskSession!;
+  audit(desk, req, {
+    event: 'decision',
+    channel: 'desk',
+    method: record.method,
+    reviewer: record.reviewer,
+    episode: d.id,
+    round: d.round,
+    kind: d.kind,
+    outcome: d.outcome.accepted ? 'accepted' : 'refused',
+    ...(d.outcome.accepted ? {} : { reason: d.outcome.message }),
   });
 }
 
@@ -229,68 +193,48 @@ function registerMedia(app: FastifyInstance, { o }: Desk): void {
     const params = mediaParams.safeParse(req.params);
     const id = episodeIdOf(params.data?.id);
     const state = id === undefined ? undefined : await o.store.getEpisode(id);
-    const media = state && params.success ? await resolveMedia(o.store, id!, state, params.data.key) : undefined;
+    const media = state && params.success ? await openMedia(o.store, id!, state, params.data.key) : undefined;
     if (media === undefined) return notFound(req, reply);
-    reply.header('cache-control', 'private, max-age=0');
-    reply.type(media.contentType);
-    return reply.sendFile(media.relative, media.root, { dotfiles: 'deny', acceptRanges: true });
+    const res = mediaResponse(media, req.headers.range);
+    reply.code(res.status).headers({ ...res.headers, 'cache-control': 'private, max-age=0' });
+    return reply.send(res.body ?? '');
   });
 }
 
-/**
- * The latest completed episode of the last 12 weeks, for the quotes of the steps no unfinished episode has reached
- * yet (assembly): the newest week with history is read, not all of it.
- */
-async function newestCompleted(o: ReviewDeskOptions, now: Date): Promise<EpisodeState | undefined> {
-  for (const weekId of lastWeeks(12, now, o.timeZone).reverse()) {
-    const entries = await o.store.listHistory({ weekId: parseWeekId(weekId) });
-    const last = entries.sort((a, b) => a.completed_at.localeCompare(b.completed_at)).at(-1);
-    if (last) return o.store.getEpisode(last.episode_id);
-  }
-  return undefined;
-}
-
-function viewer(req: FastifyRequest, reply: FastifyReply): Viewer {
-  return { name: req.reviewer!, csrf: reply.generateCsrf() };
+function pricesOf(o: ReviewDeskOptions): Promise<PriceList> {
+  return o.prices?.current() ?? Promise.resolve({ ok: false, reason: 'the desk was started without vendor settings' });
 }
 
 async function renderEpisode(
   o: ReviewDeskOptions,
   req: FastifyRequest,
   reply: FastifyReply,
-  id: EpisodeId | undefined,
-  outcome: DecisionOutcome | null,
+  { id, outcome }: { id: EpisodeId | undefined; outcome: DecisionOutcome | null },
 ) {
   const state = id === undefined ? undefined : await o.store.getEpisode(id);
   if (state === undefined) return notFound(req, reply);
   const playable: Record<string, boolean> = {};
   for (const key of Object.keys(state.media)) {
-    const media = await resolveMedia(o.store, state.episode_id, state, key);
-    playable[key] = media !== undefined && (await isPlayable(media));
+    const media = await openMedia(o.store, state.episode_id, state, key);
+    try {
+      playable[key] = media !== undefined && (await isPlayable(media));
+    } finally {
+      await media?.handle.close();
+    }
   }
-  // The quotes of the next steps from this episode alone: the waiting list has the store-wide ones.
-  const quotes = knownQuotes([state]);
+  const prices = isWaiting(state) ? await pricesOf(o) : ({ ok: false, reason: 'no decision waits' } as const);
   return sendPage(
     reply,
     episodePage({
       state,
       viewer: viewer(req, reply),
       budgetCents: o.budgetCents,
-      quotes,
+      prices,
       playable,
       outcome,
       now: new Date(),
     }),
   );
-}
-
-function notFound(req: FastifyRequest, reply: FastifyReply) {
-  const who = req.reviewer === undefined ? null : viewer(req, reply);
-  return sendPage(reply.code(404), errorPage('Not found', 'There is nothing here.', who));
-}
-
-function sendPage(reply: FastifyReply, body: SafeHtml): FastifyReply {
-  return reply.type('text/html; charset=utf-8').send(body.text);
 }
 
 function refusal(message: string): DecisionOutcome {
@@ -306,12 +250,13 @@ function episodeIdOf(raw: string | undefined): EpisodeId | undefined {
   }
 }
 
-/** The ISO weeks of the last `count` weeks up to `now`'s, oldest first. */
-export function lastWeeks(count: number, now: Date, timeZone: string): string[] {
-  const weeks: string[] = [];
-  for (let i = count - 1; i >= 0; i--)
-    weeks.push(isoWeekOfInstant(new Date(now.getTime() - i * 7 * 86_400_000), timeZone));
-  return weeks;
+/**
+ * A hop count trusts that many proxies in front, whoever they are (as Express's `trust proxy`; Fastify itself now
+ * trusts nobody for a bare number): only for a desk that nothing but its proxy can reach. Addresses/CIDRs are checked.
+ */
+function trustProxyOf(t: ReviewDeskOptions['trustProxy']): FastifyHttpOptions<Server>['trustProxy'] {
+  if (typeof t === 'number') return (_address: string, hop: number) => hop < t;
+  return t ?? false;
 }
 
 /** Listens on host:port and returns the URL and a close. */

@@ -1,41 +1,130 @@
 /**
- * Signed-in reviewers: a random 256-bit session id in an HttpOnly, SameSite=Strict cookie, mapped in memory to the
- * reviewer's name. In memory on purpose: a restart of the desk signs everyone out, which costs a reviewer one paste of
- * their token and keeps no session secret on disk. A session ends when it expires, at sign-out, or as soon as its
- * reviewer is removed (checked on every request).
+ * Signed-in reviewers: a random 256-bit session id in an HttpOnly, SameSite=Strict cookie; the store keeps only its
+ * sha256 (src/store/review-sessions.ts), so sessions survive a restart and nothing on disk signs anyone in. A session
+ * ends at sign-out, at its idle or absolute end, when revoked (`review sessions --revoke`), or at the first request
+ * after the identity it was made for is gone (a reviewer removed or rotated, an OIDC user no longer allowed).
+ *
+ * CSRF tokens are derived from the secret they protect: HMAC-SHA256 keyed by the session id (or, before sign-in, by
+ * the pre-session id of the sign-in cookie). Only the holder of that cookie can have the token, a token planted from
+ * another page belongs to another id, and no server secret is needed, so open forms keep working across a restart.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { ReviewSession, ReviewSessionStore } from '../store/review-sessions';
 
 export const SESSION_COOKIE = 'episodes_review_session';
-export const DEFAULT_SESSION_TTL_MS = 12 * 60 * 60 * 1000;
-/** Bounds the map: the oldest sessions go first once this many are open. */
-const MAX_SESSIONS = 10_000;
+/** The pre-session: the sign-in form's CSRF key and the OIDC transaction's key. */
+export const SIGN_IN_COOKIE = 'episodes_review_sign_in';
+const ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+/** last_seen_at is written at most this often per session (the idle end is exact to within this). */
+const TOUCH_EVERY_MS = 60_000;
 
-export class Sessions {
-  private readonly open = new Map<string, { name: string; expiresAt: number }>();
+export interface SessionSettings {
+  idleMs: number;
+  absoluteMs: number;
+  maxSessions: number;
+  maxPerIdentity: number;
+}
 
-  constructor(private readonly ttlMs = DEFAULT_SESSION_TTL_MS) {}
+export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
+  idleMs: 30 * 60_000,
+  absoluteMs: 12 * 60 * 60_000,
+  maxSessions: 1_000,
+  maxPerIdentity: 10,
+};
 
-  create(name: string, now = Date.now()): string {
-    if (this.open.size >= MAX_SESSIONS) this.open.delete(this.open.keys().next().value!);
-    const id = randomBytes(32).toString('base64url');
-    this.open.set(id, { name, expiresAt: now + this.ttlMs });
-    return id;
+export type NewSession = Pick<
+  ReviewSession,
+  'reviewer' | 'method' | 'identity' | 'email' | 'groups' | 'client_ip' | 'user_agent'
+>;
+
+export type SessionEnd = 'idle' | 'expired' | 'identity';
+
+export function newSecretId(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function isSecretId(raw: string | undefined): raw is string {
+  return raw !== undefined && ID_PATTERN.test(raw);
+}
+
+export function secretDigest(id: string): string {
+  return createHash('sha256').update(id, 'utf8').digest('hex');
+}
+
+/** The short public handle of a session (listed and revoked by the CLI): the first 16 hex digits of its digest. */
+export function sessionHandle(s: Pick<ReviewSession, 'id_sha256'>): string {
+  return s.id_sha256.slice(0, 16);
+}
+
+export function csrfToken(secretId: string, purpose: 'session' | 'sign-in'): string {
+  return createHmac('sha256', secretId).update(`episodes-review-csrf:${purpose}`).digest('base64url');
+}
+
+export function csrfMatches(secretId: string | undefined, purpose: 'session' | 'sign-in', presented: unknown): boolean {
+  if (!isSecretId(secretId) || typeof presented !== 'string') return false;
+  const expected = Buffer.from(csrfToken(secretId, purpose));
+  const given = Buffer.from(presented);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+export class DeskSessions {
+  constructor(
+    readonly store: ReviewSessionStore,
+    readonly settings: SessionSettings = DEFAULT_SESSION_SETTINGS,
+  ) {}
+
+  /** A new session; its id (for the cookie only) and its record. */
+  async create(n: NewSession, now = new Date()): Promise<{ id: string; session: ReviewSession }> {
+    const id = newSecretId();
+    const session: ReviewSession = {
+      schema: 'review-session/v1',
+      id_sha256: secretDigest(id),
+      ...n,
+      created_at: now.toISOString(),
+      last_seen_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + this.settings.absoluteMs).toISOString(),
+    };
+    await this.store.create(session, {
+      maxSessions: this.settings.maxSessions,
+      maxPerIdentity: this.settings.maxPerIdentity,
+      now,
+      idleCutoff: new Date(now.getTime() - this.settings.idleMs),
+    });
+    return { id, session };
   }
 
-  /** The reviewer of this session id, or undefined (unknown, expired, or the reviewer no longer exists). */
-  lookup(id: string | undefined, stillExists: (name: string) => boolean, now = Date.now()): string | undefined {
-    if (id === undefined) return undefined;
-    const session = this.open.get(id);
+  /**
+   * The live session of this cookie value, or undefined. A session past its end, or whose identity `isCurrent` no
+   * longer accepts, is removed here, and `ended` is told why.
+   */
+  async lookup(
+    id: string | undefined,
+    isCurrent: (s: ReviewSession) => boolean,
+    ended: (s: ReviewSession, why: SessionEnd) => void,
+    now = new Date(),
+  ): Promise<ReviewSession | undefined> {
+    if (!isSecretId(id)) return undefined;
+    const session = await this.store.get(secretDigest(id));
     if (session === undefined) return undefined;
-    if (session.expiresAt <= now || !stillExists(session.name)) {
-      this.open.delete(id);
+    const why = this.endOf(session, isCurrent, now);
+    if (why !== undefined) {
+      await this.store.delete(session.id_sha256);
+      ended(session, why);
       return undefined;
     }
-    return session.name;
+    if (now.getTime() - Date.parse(session.last_seen_at) >= TOUCH_EVERY_MS) {
+      await this.store.touch(session.id_sha256, now);
+    }
+    return session;
   }
 
-  end(id: string | undefined): void {
-    if (id !== undefined) this.open.delete(id);
+  async end(id: string | undefined): Promise<void> {
+    if (isSecretId(id)) await this.store.delete(secretDigest(id));
+  }
+
+  private endOf(s: ReviewSession, isCurrent: (s: ReviewSession) => boolean, now: Date): SessionEnd | undefined {
+    if (Date.parse(s.expires_at) <= now.getTime()) return 'expired';
+    if (Date.parse(s.last_seen_at) + this.settings.idleMs <= now.getTime()) return 'idle';
+    return isCurrent(s) ? undefined : 'identity';
   }
 }

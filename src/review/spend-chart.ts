@@ -11,15 +11,20 @@ export interface WeekSpend {
 
 const W = 640;
 const H = 220;
-const PAD = { left: 56, right: 8, top: 12, bottom: 36 };
+const PAD = { right: 8, top: 12, bottom: 36 };
+/** Wider than any glyph of a 10 px sans-serif (DejaVu Sans digits are 6.4 px): the axis label never starts left of 0. */
+const CHAR_PX = 7;
 
 export function spendChart(weeks: readonly WeekSpend[], currency: string): SafeHtml {
   const max = Math.max(1, ...weeks.map((w) => Math.max(w.cents, w.budgetCents)));
+  const top = formatMoney(max, currency);
+  // The plot starts right of its longest axis label (`200.00 USD`), whatever the budget's digits.
+  const left = Math.max(56, top.length * CHAR_PX + 12);
   const plotH = H - PAD.top - PAD.bottom;
-  const slot = (W - PAD.left - PAD.right) / Math.max(1, weeks.length);
+  const slot = (W - left - PAD.right) / Math.max(1, weeks.length);
   const y = (cents: number) => PAD.top + plotH - (cents / max) * plotH;
   const bars = weeks.map((w, i) => {
-    const x = PAD.left + i * slot;
+    const x = left + i * slot;
     const over = w.cents > w.budgetCents;
     const label = `${w.weekId}: ${formatMoney(w.cents, currency)} of ${formatMoney(w.budgetCents, currency)} budget`;
     return html`<g>
@@ -56,12 +61,10 @@ export function spendChart(weeks: readonly WeekSpend[], currency: string): SafeH
     height="${H}"
     xmlns="http://www.w3.org/2000/svg"
   >
-    <text x="${PAD.left - 6}" y="${PAD.top + 4}" font-size="10" text-anchor="end">${formatMoney(max, currency)}</text>
-    <text x="${PAD.left - 6}" y="${PAD.top + plotH}" font-size="10" text-anchor="end">0</text>
-    <line x1="${PAD.left}" x2="${W - PAD.right}" y1="${PAD.top + plotH}" y2="${PAD.top + plotH}" stroke="#888" />
+    <text x="${left - 6}" y="${PAD.top + 4}" font-size="10" text-anchor="end">${top}</text>
+    <text x="${left - 6}" y="${PAD.top + plotH}" font-size="10" text-anchor="end">0</text>
+    <line x1="${left}" x2="${W - PAD.right}" y1="${PAD.top + plotH}" y2="${PAD.top + plotH}" stroke="#888" />
     ${bars}
-    <text x="${PAD.left}" y="${H - 4}" font-size="10">
-      bars: spend · dashed: budget (episodes × per-episode budget)
-    </text>
+    <text x="${left}" y="${H - 4}" font-size="10">bars: spend · dashed: budget (episodes × per-episode budget)</text>
   </svg>`;
 }

@@ -7,8 +7,7 @@
  *    can look stale. Several hosts share the PostgreSQL store instead.
  */
 import * as fs from 'node:fs';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 
 /** statfs f_type magic numbers (linux/magic.h and the filesystems' own headers) of shared or userspace filesystems. */
 const NOT_LOCAL: ReadonlyMap<number, string> = new Map([

@@ -9,6 +9,14 @@ export interface AllocationRequest {
   allocatedBy: AllocatedBy;
 }
 
+/** What Temporal recorded of an allocation the store may have forgot: which run was given which episode, and when. */
+export interface AllocationClaim {
+  allocationKey: AllocationKey;
+  episodeId: EpisodeId;
+  allocatedBy: AllocatedBy;
+  createdAt: string;
+}
+
 export interface AllocationResult {
   episodeId: EpisodeId;
   weekId: WeekId;
@@ -27,6 +35,12 @@ export interface EpisodeStore {
   /** Human-readable location, for logs and errors (never contains credentials). */
   readonly description: string;
   allocate(request: AllocationRequest): Promise<AllocationResult>;
+  /**
+   * Writes back an allocation the store forgot (a restore, a failover), under the pipeline lock with the allocation's
+   * rules (`decideReassertion`): already there → it (`created: false`); free → written with its key (`created: true`);
+   * its id or its key given out again meanwhile → `AllocationConflict`, nothing written.
+   */
+  reassertAllocation(claim: AllocationClaim): Promise<AllocationResult>;
   getEpisode(id: EpisodeId): Promise<EpisodeState | undefined>;
   /** The paid-step guard: the state, or a non-retryable `EpisodeNotFound`. */
   requireEpisode(id: EpisodeId): Promise<EpisodeState>;

@@ -5,15 +5,21 @@
  */
 import { rmSync } from 'node:fs';
 import * as path from 'node:path';
-import { decideAllocation, type StoredEpisodeRef } from '../domain/allocation';
+import {
+  decideAllocation,
+  decideReassertion,
+  type AllocationDecision,
+  type AllocationFacts,
+  type StoredEpisodeRef,
+} from '../domain/allocation';
 import type { AllocationKey } from '../domain/allocation-key';
+import { parseEpisodeId } from '../domain/episode-id';
 import { episodeStateSchema } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import { exists, type StagedFile } from '../files/durable-fs';
-import type { AllocationRequest, AllocationResult } from './episode-store';
+import type { AllocationClaim, AllocationRequest, AllocationResult } from './episode-store';
 import {
   keyIndexSchema,
   stateFromEntry,
@@ -44,7 +50,29 @@ export class FileAllocator {
     await this.layout.ensureLayout();
     return this.layout.lock.withLock(async (guard) => {
       await this.sweepLeftoverTemps();
-      const { result, created } = await this.decide(request, guard);
+      const { result, created } = await this.decide(
+        { key: request.allocationKey, weekId: request.weekId },
+        decideAllocation,
+        { created_at: new Date().toISOString(), allocated_by: request.allocatedBy },
+        guard,
+      );
+      if (created) await this.commitAllocation(created, guard);
+      return result;
+    });
+  }
+
+  /** Re-asserts a forgotten allocation (`decideReassertion`), as one critical section like `allocate`. */
+  async reassert(claim: AllocationClaim): Promise<AllocationResult> {
+    await this.layout.ensureLayout();
+    return this.layout.lock.withLock(async (guard) => {
+      await this.sweepLeftoverTemps();
+      const { weekId, sequence } = parseEpisodeId(claim.episodeId);
+      const { result, created } = await this.decide(
+        { key: claim.allocationKey, weekId },
+        (facts) => decideReassertion(facts, { episodeId: claim.episodeId, sequence }),
+        { created_at: claim.createdAt, allocated_by: claim.allocatedBy },
+        guard,
+      );
       if (created) await this.commitAllocation(created, guard);
       return result;
     });
@@ -52,20 +80,16 @@ export class FileAllocator {
 
   /** The request's decision against the store; a new episode is only planned here (see commitAllocation). */
   private async decide(
-    request: AllocationRequest,
+    { key, weekId }: { key: AllocationKey; weekId: WeekId },
+    rule: (facts: AllocationFacts) => AllocationDecision,
+    recorded: Pick<WeekIndexEntry, 'created_at' | 'allocated_by'>,
     guard: LockGuard,
   ): Promise<{ result: AllocationResult; created?: NewEpisode }> {
-    const { allocationKey: key, weekId } = request;
     const weekIndex = this.layout.readWeekIndex(weekId);
     const keyMatches = this.committedKeyMatches(key, this.readKeyIndex(key), weekIndex, (id) =>
       this.layout.readWeekIndex(id),
     );
-    const decision = decideAllocation({
-      key,
-      weekId,
-      keyMatches,
-      weekEpisodes: weekIndex.episodes.map((e) => toRef(weekId, e)),
-    });
+    const decision = rule({ key, weekId, keyMatches, weekEpisodes: weekIndex.episodes.map((e) => toRef(weekId, e)) });
     await this.rollForward(weekIndex, guard);
 
     if (decision.kind === 'existing') {
@@ -78,8 +102,7 @@ export class FileAllocator {
       episode_id: decision.episodeId,
       sequence: decision.sequence,
       allocation_key: key,
-      created_at: new Date().toISOString(),
-      allocated_by: request.allocatedBy,
+      ...recorded,
     };
     if (exists(this.layout.episodeDir(decision.episodeId))) {
       throw new PipelineError(
@@ -113,16 +136,15 @@ export class FileAllocator {
     const { weekId, key, entry } = created;
     const staged: StagedFile[] = [];
     try {
-      const keyFile = await this.layout.stage(this.layout.keyIndexPath(key), created.keyIndex);
+      // Staged in the lock holder's fence (lock-fence.ts): once the lock has moved, no commit below can happen.
+      const keyFile = await this.layout.stage(this.layout.keyIndexPath(key), created.keyIndex, guard);
       staged.push(keyFile);
-      const weekFile = await this.layout.stage(this.layout.weekIndexPath(weekId), created.weekIndex);
+      const weekFile = await this.layout.stage(this.layout.weekIndexPath(weekId), created.weekIndex, guard);
       staged.push(weekFile);
-      // A state's directory does not exist before the commit: its temp file waits in the index directory.
-      const temp = path.join(this.layout.dataDir, 'index', 'weeks', `${entry.episode_id}.state`);
       const stateFile = await this.layout.stage(
         this.layout.statePath(entry.episode_id),
         stateFromEntry(weekId, entry),
-        temp,
+        guard,
       );
       staged.push(stateFile);
       await Promise.all(staged.map((f) => f.flush()));
@@ -137,6 +159,7 @@ export class FileAllocator {
       // 3. The episode's directory and state. The bytes are already on disk; the new directory entries are not synced,
       // because losing them to a power cut loses nothing: a committed episode without its state file is rolled
       // forward from the index (and the first change of the episode syncs them, see updateEpisode).
+      guard.assertHeld();
       this.layout.mkdirNow(this.layout.episodeDir(entry.episode_id));
       await stateFile.commit({ syncDir: false });
     } catch (e) {
@@ -201,15 +224,15 @@ export class FileAllocator {
     }
     guard.assertHeld();
     await this.layout.mkdir(this.layout.episodeDir(entry.episode_id));
-    await this.layout.write(file, stateFromEntry(weekId, entry));
+    await this.layout.write(file, stateFromEntry(weekId, entry), guard);
     return true;
   }
 
   /**
-   * Removes the `.tmp` files that killed writers left in the index directories, once per store object, under the
-   * lock. Every write there happens under the lock and ends in a rename or a removal of its temp file, so a temp file
-   * seen while holding the lock belongs to nobody. Once, because listing every week's index on every allocation would
-   * make its cost grow with history.
+   * Removes the `.tmp` files that killed writers of earlier versions left in the index directories (temp files are now
+   * staged in the lock holder's fence, removed with its lock), once per store object, under the lock. Every write there
+   * happened under the lock and ended in a rename or a removal of its temp file, so a temp file seen while holding the
+   * lock belongs to nobody. Once, because listing every week's index on every allocation would make its cost grow.
    */
   private async sweepLeftoverTemps(): Promise<void> {
     if (this.tempsSwept) return;

@@ -15,9 +15,8 @@ import {
   weekIdSchema,
   type EpisodeState,
 } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
-import { ErrorType } from '../shared';
 import { checkDataDir } from './data-dir-checks';
 import {
   DIR_MODE,
@@ -28,9 +27,9 @@ import {
   readJsonFile,
   stageFile,
   storageError,
-  writeJsonDurable,
   type StagedFile,
 } from '../files/durable-fs';
+import type { LockGuard } from './pipeline-lock';
 import { storeEnvironment } from './store-config';
 
 export const weekIndexEntrySchema = z.strictObject({
@@ -110,16 +109,26 @@ export class FileLayout {
   read<S extends z.ZodType>(file: string, schema: S): z.output<S> | undefined {
     return readJsonFile(this.inside(file), schema);
   }
-  async write(file: string, value: unknown): Promise<void> {
-    await writeJsonDurable(this.inside(file), value);
+  /** A durable write under a lock, committed out of the holder's fence (lock-fence.ts). */
+  async write(file: string, value: unknown, guard: LockGuard): Promise<void> {
+    const staged = await this.stage(file, value, guard);
+    await staged.flush();
+    await staged.commit();
   }
   /**
-   * The target is checked; a temp file is not: it is created with O_EXCL, which never follows a symlink, in a
-   * directory checked already (the target's own, or for a new episode's state the week index's, checked just before).
+   * The target is checked; the temp file is not: it is created with O_EXCL, which never follows a symlink, in the
+   * holder's fence inside the lock directory, which the lock created 0700. Any failure once the lock has moved is
+   * LockCompromised (retryable: the retry reads again under the lock), whatever errno the refusal came with.
    */
-  async stage(file: string, value: unknown, tempPrefix?: string): Promise<StagedFile> {
+  async stage(file: string, value: unknown, guard: LockGuard): Promise<StagedFile> {
     const target = this.inside(file);
-    return stageFile(target, jsonText(value), tempPrefix ?? target);
+    const staged = await fenced(guard, () => stageFile(target, jsonText(value), guard.commitPrefix(target)));
+    return {
+      file: staged.file,
+      flush: () => fenced(guard, () => staged.flush()),
+      commit: (options) => fenced(guard, () => staged.commit(options)),
+      discard: () => staged.discard(),
+    };
   }
   async mkdir(dir: string): Promise<void> {
     await ensureDirDurable(this.inside(dir));
@@ -196,6 +205,16 @@ export class FileLayout {
       throw storageError(`cannot prepare data dir ${this.dataDir}`, e);
     }
     this.layoutReady = true;
+  }
+}
+
+/** Runs one step of a fenced write; a failure after the lock moved is reported as the lock lost. */
+async function fenced<T>(guard: LockGuard, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (e) {
+    guard.assertHeld();
+    throw e;
   }
 }
 

@@ -29,12 +29,11 @@ import {
   type EpisodeState,
   type HistoryEntry,
 } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
 import { exists, fsyncDir } from '../files/durable-fs';
-import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
+import type { AllocationClaim, AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
 import { FileAllocator } from './file-allocation';
 import { defaultDataDir, FileLayout, stateFromEntry } from './file-layout';
 import { DirectoryLock, PipelineLock, type LockGuard } from './pipeline-lock';
@@ -42,9 +41,7 @@ import { lockOptionsFromEnv, type LockOptions } from './store-config';
 
 export {
   defaultDataDir,
-  keyDigest,
   keyIndexSchema,
-  weekIndexEntrySchema,
   weekIndexSchema,
   type KeyIndex,
   type WeekIndex,
@@ -70,6 +67,10 @@ export class FileEpisodeStore extends FileLayout implements EpisodeStore {
 
   allocate(request: AllocationRequest): Promise<AllocationResult> {
     return this.allocator.allocate(request);
+  }
+
+  reassertAllocation(claim: AllocationClaim): Promise<AllocationResult> {
+    return this.allocator.reassert(claim);
   }
 
   getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
@@ -142,7 +143,7 @@ export class FileEpisodeStore extends FileLayout implements EpisodeStore {
       // An allocation leaves the directory's own entry unsynced (see allocate): sync it before the state in it
       // becomes worth keeping.
       await fsyncDir(this.inside(path.join(this.dataDir, 'episodes')));
-      await this.write(this.statePath(id), next);
+      await this.write(this.statePath(id), next, guard);
       return next;
     });
   }
@@ -162,7 +163,7 @@ export class FileEpisodeStore extends FileLayout implements EpisodeStore {
       }
       await failpoint('completion.before-history');
       guard.assertHeld();
-      await this.write(file, parsed);
+      await this.write(file, parsed, guard);
       await failpoint('completion.after-history');
     });
   }
@@ -203,6 +204,11 @@ export class FileEpisodeStore extends FileLayout implements EpisodeStore {
           assertHeld() {
             pipeline.assertHeld();
             episode.assertHeld();
+          },
+          // Committed out of the episode lock's fence: it is the lock of the records written here.
+          commitPrefix(file) {
+            pipeline.assertHeld();
+            return episode.commitPrefix(file);
           },
         }),
       );

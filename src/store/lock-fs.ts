@@ -130,10 +130,17 @@ async function reclaim(lockPath: string, staleMs: number, decide: () => Promise<
   }
   try {
     if (!(await decide())) return false;
-    for (const name of fs.readdirSync(lockPath)) {
-      if (isHolderEntry(name)) fs.rmSync(path.join(lockPath, name), { recursive: true, force: true });
+    try {
+      // The entries go first, and with them the fences of their holders' commits (lock-fence.ts).
+      for (const name of fs.readdirSync(lockPath)) {
+        if (isHolderEntry(name)) fs.rmSync(path.join(lockPath, name), { recursive: true, force: true });
+      }
+      await fs.promises.rmdir(lockPath);
+    } catch (e) {
+      // A frozen holder woke and staged a file meanwhile: it is still there, so try again later.
+      if ((e as NodeJS.ErrnoException).code === 'ENOTEMPTY') return false;
+      throw e;
     }
-    await fs.promises.rmdir(lockPath);
     return true;
   } finally {
     await fs.promises.rmdir(mutex).catch(() => undefined);

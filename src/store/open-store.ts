@@ -1,8 +1,10 @@
 import * as os from 'node:os';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import * as path from 'node:path';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { EpisodeStore } from './episode-store';
 import { FileEpisodeStore } from './file-store';
+import { FileReviewSessions } from './file-review-sessions';
+import type { ReviewSessionStore } from './review-sessions';
 import { PostgresEpisodeStore } from './postgres-store';
 import { isPostgresUrl } from './postgres-url';
 import { lockOptionsFromEnv, storeEnvironment } from './store-config';
@@ -44,8 +46,6 @@ export function openStore(selection: StoreSelection = {}): EpisodeStore {
       applicationName: selection.applicationName,
       lockTimeoutMs: lock.timeoutMs,
       staleMs: lock.staleMs,
-      unsafeDisableLockForTests: lock.unsafeDisableForTests,
-      unsafeSplitAllocationForTests: env.unsafeSplitAllocationForTests,
     });
   }
   return new FileEpisodeStore(selection.dataDir ?? env.dataDir, lock);
@@ -80,4 +80,13 @@ export async function prepareStore(
 /** application_name of a process's store sessions: kind (worker, cli-<command>), host and pid. */
 export function storeApplicationName(kind: string): string {
   return `episodes-${kind}-${os.hostname()}-${process.pid}`;
+}
+
+/** The review desk's sessions beside the episodes: `<data dir>/review/sessions/` or the database's table. */
+export function openReviewSessions(store: EpisodeStore): ReviewSessionStore {
+  if (store instanceof PostgresEpisodeStore) return store.reviewSessions();
+  if (store instanceof FileEpisodeStore) {
+    return new FileReviewSessions(path.join(store.dataDir, 'review', 'sessions'), lockOptionsFromEnv());
+  }
+  throw new PipelineError(ErrorType.InvalidInput, `${store.description} keeps no review sessions`);
 }

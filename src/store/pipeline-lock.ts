@@ -15,18 +15,24 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as lockfile from 'proper-lockfile';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint, type FailpointName } from '../failpoints';
-import { ErrorType } from '../shared';
 import { holderProvenDead, ownHolderEntry } from './holder-identity';
+import { LockFence } from './lock-fence';
 import { currentHolder, removeIfHolderDead, takeoverSafeFs } from './lock-fs';
 import { DEFAULT_LOCK_OPTIONS, type LockOptions } from './store-config';
 
 export { DEFAULT_LOCK_OPTIONS, type LockOptions } from './store-config';
 
-/** Passed to the critical section so that it can refuse to commit if the heartbeat was lost mid-way. */
+/** Passed to the critical section: every commit under the lock goes through it (see lock-fence.ts). */
 export interface LockGuard {
+  /** Throws LockCompromised if the heartbeat was lost or the lock was taken over meanwhile. */
   assertHeld(): void;
+  /**
+   * Where a commit stages its temp file for `file`: inside this holder's fence, so the rename that commits it fails
+   * once the lock has moved. Throws LockCompromised if it already has; undefined when there is no lock (tests).
+   */
+  commitPrefix(file: string): string | undefined;
 }
 
 /**
@@ -60,17 +66,24 @@ export class DirectoryLock {
   ) {}
 
   async withLock<T>(critical: (guard: LockGuard) => Promise<T>): Promise<T> {
-    if (this.options.unsafeDisableForTests) return critical({ assertHeld: () => undefined });
     const deadline = Date.now() + this.options.timeoutMs;
     const passOn = await this.awaitTurn(deadline);
     try {
       let compromised: Error | undefined;
-      const release = await this.acquire(deadline, (err) => (compromised = err));
+      const entry = ownHolderEntry();
+      const release = await this.acquire(deadline, entry, (err) => (compromised = err));
+      const fence = new LockFence(this.lockPath, entry);
+      const lost = (why: string) => new PipelineError(ErrorType.LockCompromised, `${this.what} lost: ${why}`);
+      const takenOver = 'taken over by another process while this one was frozen; nothing more is written';
       const guard: LockGuard = {
         assertHeld: () => {
-          if (compromised) {
-            throw new PipelineError(ErrorType.LockCompromised, `${this.what} lost: ${compromised.message}`);
-          }
+          if (compromised) throw lost(compromised.message);
+          if (fence.moved()) throw lost(takenOver);
+        },
+        commitPrefix: (file) => {
+          const prefix = compromised ? undefined : fence.tempPrefix(file);
+          if (prefix === undefined) throw lost(compromised?.message ?? takenOver);
+          return prefix;
         },
       };
       try {
@@ -111,10 +124,13 @@ export class DirectoryLock {
   }
 
   /** Takes the lock (taking over a stale or dead holder's), or times out; resolves to its release. */
-  private async acquire(deadline: number, onCompromised: (err: Error) => void): Promise<() => Promise<void>> {
+  private async acquire(
+    deadline: number,
+    entry: string,
+    onCompromised: (err: Error) => void,
+  ): Promise<() => Promise<void>> {
     const stale = Math.max(2000, this.options.staleMs);
     const provenDead = this.options.holderProvenDead ?? holderProvenDead;
-    const entry = ownHolderEntry();
     await courtesyPause(this.lockPath);
     for (;;) {
       if (Date.now() >= deadline) throw this.timeout();

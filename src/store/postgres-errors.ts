@@ -24,8 +24,7 @@
  * nothing was written and a retry starts over. A failed COMMIT leaves the outcome unknown; every write is idempotent.
  */
 import { DatabaseError } from 'pg';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 
 export type StoreErrorReason =
   | 'connection-lost'

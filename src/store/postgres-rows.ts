@@ -3,10 +3,9 @@ import { z } from 'zod';
 import type { StoredEpisodeRef } from '../domain/allocation';
 import type { EpisodeId } from '../domain/episode-id';
 import { episodeStateSchema, type EpisodeState, type HistoryEntry } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { unexpectedContent } from '../domain/zod-issue';
-import { ErrorType } from '../shared';
 
 /** An episode row with its remote jobs and ledger folded back into the state's `steps` and `ledger`. */
 export const EPISODE_COLUMNS = `

@@ -20,8 +20,13 @@ import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
 import { z } from 'zod';
-import { decideAllocation, type AllocationDecision } from '../domain/allocation';
-import type { EpisodeId } from '../domain/episode-id';
+import {
+  decideAllocation,
+  decideReassertion,
+  type AllocationDecision,
+  type AllocationFacts,
+} from '../domain/allocation';
+import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import {
   episodeStateSchema,
   historyEntrySchema,
@@ -29,14 +34,14 @@ import {
   type EpisodeState,
   type HistoryEntry,
 } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
-import { ErrorType } from '../shared';
-import type { AllocationRequest, AllocationResult, EpisodeStore } from './episode-store';
+import type { AllocationRequest, AllocationResult, EpisodeStore, AllocationClaim } from './episode-store';
 import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
 import { isUniqueViolation, toStoreError } from './postgres-errors';
 import { applyMigrations } from './postgres-migrations/runner';
+import { PostgresReviewSessions, type SessionQuery } from './postgres-review-sessions';
 import { EPISODE_COLUMNS, historyValues, json, jsonOrNull, parseRow, stateFromRow, toRef } from './postgres-rows';
 import { defaultMediaDir, describePostgresUrl } from './postgres-url';
 
@@ -61,10 +66,6 @@ export interface PostgresStoreOptions {
    * connection holds the lock: `episodes-worker-<host>-<pid>`, `episodes-cli-<command>-<pid>`.
    */
   applicationName?: string;
-  /** Test-only: skip the advisory lock so that tests can show the constraints catch what the lock would have. */
-  unsafeDisableLockForTests?: boolean;
-  /** Test-only: decide and insert in two transactions, so the fault tests can show one is needed. */
-  unsafeSplitAllocationForTests?: boolean;
 }
 
 type Db = Pool | PoolClient;
@@ -74,8 +75,6 @@ export class PostgresEpisodeStore implements EpisodeStore {
   readonly mediaRoot: string;
   private readonly pool: Pool;
   private readonly lockTimeoutMs: number;
-  private readonly unsafeNoLock: boolean;
-  private readonly unsafeSplit: boolean;
   private migrated?: Promise<void>;
   private closed = false;
 
@@ -83,8 +82,6 @@ export class PostgresEpisodeStore implements EpisodeStore {
     this.description = `postgres store at ${describePostgresUrl(options.url)}`;
     this.mediaRoot = path.resolve(options.mediaDir ?? defaultMediaDir());
     this.lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_OPTIONS.timeoutMs;
-    this.unsafeNoLock = options.unsafeDisableLockForTests ?? false;
-    this.unsafeSplit = options.unsafeSplitAllocationForTests ?? false;
     this.pool = new Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -109,6 +106,20 @@ export class PostgresEpisodeStore implements EpisodeStore {
       throw e;
     });
     return this.migrated;
+  }
+
+  /** The review desk's sessions in this database (postgres-review-sessions.ts), on this store's pool. */
+  reviewSessions(): PostgresReviewSessions {
+    const onPool: SessionQuery = async (what, text, values) => {
+      await this.ready();
+      return this.query(this.pool, what, text, values);
+    };
+    return new PostgresReviewSessions(`review sessions in the ${this.description}`, onPool, async (body) => {
+      await this.ready();
+      return this.transaction('review sessions', (c) =>
+        body((what, text, values) => this.query(c, what, text, values)),
+      );
+    });
   }
 
   /** The schema version of the database (0 before the first migration). */
@@ -142,6 +153,31 @@ export class PostgresEpisodeStore implements EpisodeStore {
     // Same point as the file store's last step: the allocation is durable but not yet returned.
     if (result.created) await failpoint('allocation.state-written');
     return result;
+  }
+
+  async reassertAllocation(claim: AllocationClaim): Promise<AllocationResult> {
+    await this.ready();
+    const { weekId, sequence } = parseEpisodeId(claim.episodeId);
+    const request = { allocationKey: claim.allocationKey, weekId, allocatedBy: claim.allocatedBy };
+    try {
+      return await this.transaction('re-assert allocation', async (client) => {
+        const decision = await this.decide(client, request, (facts) =>
+          decideReassertion(facts, { episodeId: claim.episodeId, sequence }),
+        );
+        if (decision.kind === 'existing') return existingResult(decision);
+        const state = initialState(decision, claim.allocationKey, claim.allocatedBy, claim.createdAt);
+        await this.insertEpisode(client, state);
+        return { episodeId: decision.episodeId, weekId, sequence, created: true };
+      });
+    } catch (e) {
+      if (!isUniqueViolation(e)) throw e;
+      throw new PipelineError(
+        ErrorType.LockCompromised,
+        `re-assertion of ${claim.episodeId} conflicted with a writer outside the pipeline lock; nothing was written, retry`,
+        e instanceof PipelineError ? e.details : {},
+        { cause: e },
+      );
+    }
   }
 
   async getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
@@ -317,6 +353,8 @@ export class PostgresEpisodeStore implements EpisodeStore {
   }
 
   // ---- internals ----
+  // The allocation's steps are protected, not private: test/helpers/unsafe-stores.ts derives the variants without the
+  // lock or with two transactions, the proofs that each matters. No option or variable of this class turns them off.
 
   private notFound(id: EpisodeId): never {
     throw new PipelineError(ErrorType.EpisodeNotFound, `episode ${id} does not exist in the ${this.description}`, {
@@ -324,8 +362,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
     });
   }
 
-  private async allocateOnce(request: AllocationRequest): Promise<AllocationResult> {
-    if (this.unsafeSplit) return this.allocateSplitForTests(request);
+  protected async allocateOnce(request: AllocationRequest): Promise<AllocationResult> {
     return this.transaction('allocate', async (client) => {
       const decision = await this.decide(client, request);
       if (decision.kind === 'existing') return existingResult(decision);
@@ -335,20 +372,12 @@ export class PostgresEpisodeStore implements EpisodeStore {
     });
   }
 
-  /** Test-only: decide in one transaction and insert in another, so that tests show what the single one prevents. */
-  private async allocateSplitForTests(request: AllocationRequest): Promise<AllocationResult> {
-    const decision = await this.transaction('allocate (split, unsafe)', (client) => this.decide(client, request));
-    if (decision.kind === 'existing') return existingResult(decision);
-    await failpoint('allocation.decided');
-    await this.transaction('allocate (split, unsafe)', async (client) => {
-      await this.takePipelineLock(client);
-      await this.insertEpisode(client, this.newState(request, decision));
-    });
-    return { episodeId: decision.episodeId, weekId: request.weekId, sequence: decision.sequence, created: true };
-  }
-
   /** Takes the pipeline lock and decides from the committed facts (inside the caller's transaction). */
-  private async decide(client: PoolClient, request: AllocationRequest): Promise<AllocationDecision> {
+  protected async decide(
+    client: PoolClient,
+    request: AllocationRequest,
+    rule: (facts: AllocationFacts) => AllocationDecision = decideAllocation,
+  ): Promise<AllocationDecision> {
     const { allocationKey: key, weekId } = request;
     await this.takePipelineLock(client);
     const { rows } = await this.query(
@@ -358,7 +387,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
       [key, weekId],
     );
     const refs = rows.map((row) => toRef(row));
-    return decideAllocation({
+    return rule({
       key,
       weekId,
       keyMatches: refs.filter((r) => r.allocationKey === key),
@@ -366,12 +395,11 @@ export class PostgresEpisodeStore implements EpisodeStore {
     });
   }
 
-  private newState(request: AllocationRequest, decision: Extract<AllocationDecision, { kind: 'new' }>): EpisodeState {
+  protected newState(request: AllocationRequest, decision: Extract<AllocationDecision, { kind: 'new' }>): EpisodeState {
     return initialState(decision, request.allocationKey, request.allocatedBy, new Date().toISOString());
   }
 
-  private async takePipelineLock(client: PoolClient): Promise<void> {
-    if (this.unsafeNoLock) return;
+  protected async takePipelineLock(client: PoolClient): Promise<void> {
     // lock_timeout bounds the wait; SET LOCAL semantics (is_local = true) end it with the transaction.
     await this.query(client, 'set lock timeout', `SELECT set_config('lock_timeout', $1, true)`, [
       `${this.lockTimeoutMs}ms`,
@@ -396,7 +424,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
     return state;
   }
 
-  private async insertEpisode(client: PoolClient, state: EpisodeState): Promise<void> {
+  protected async insertEpisode(client: PoolClient, state: EpisodeState): Promise<void> {
     await this.query(
       client,
       'insert episode',
@@ -465,7 +493,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
     );
   }
 
-  private async transaction<T>(what: string, body: (client: PoolClient) => Promise<T>): Promise<T> {
+  protected async transaction<T>(what: string, body: (client: PoolClient) => Promise<T>): Promise<T> {
     let client: PoolClient;
     try {
       client = await this.pool.connect();

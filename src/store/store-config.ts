@@ -1,36 +1,25 @@
 /**
- * Every store setting from the environment (which store, where its files live, the lock settings, the test-only
- * switches), parsed with zod when a store is opened: never read at import time, never read ad hoc elsewhere.
+ * Every store setting from the environment (which store, where its files live, the lock settings), read by the
+ * settings table's rules when a store is opened: never at import time, never ad hoc elsewhere. Nothing here can turn a
+ * protection off.
  */
 import * as path from 'node:path';
-import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { firstIssue } from '../domain/zod-issue';
-import { ErrorType } from '../shared';
+import { readSettings } from '../settings/read';
+import { settingDefault } from '../settings/table';
 
 export interface LockOptions {
   /** Give up (retryably) after this long. */
   timeoutMs: number;
   /** A lock whose heartbeat is older than this is considered abandoned. proper-lockfile's minimum is 2000. */
   staleMs: number;
-  /** Test-only: no lock at all, so the concurrency tests can show that their assertions then fail. */
-  unsafeDisableForTests?: boolean;
-  /**
-   * Test-only injections (set from EPISODES_UNSAFE_LOCK_FOR_TESTS, see lockOptionsFromEnv), so that the tests can show
-   * their assertions fail without the protection: whether a holder is proven dead (default holder-identity.ts).
-   */
+  /** Whether a holder is proven dead (default holder-identity.ts); a test injects a weaker one to prove it matters. */
   holderProvenDead?: (entry: string) => boolean;
 }
 
-export const DEFAULT_LOCK_OPTIONS: Readonly<LockOptions> = { timeoutMs: 30_000, staleMs: 10_000 };
-
-const flag = z.enum(['0', '1', '']).transform((v) => v === '1');
-const lockEnvSchema = z.object({
-  EPISODES_LOCK_TIMEOUT_MS: z.coerce.number().int().positive().default(DEFAULT_LOCK_OPTIONS.timeoutMs),
-  EPISODES_LOCK_STALE_MS: z.coerce.number().int().positive().default(DEFAULT_LOCK_OPTIONS.staleMs),
-  EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: flag.default(false),
-  EPISODES_UNSAFE_LOCK_FOR_TESTS: z.enum(['stale-only', '']).default(''),
-});
+export const DEFAULT_LOCK_OPTIONS: Readonly<LockOptions> = {
+  timeoutMs: settingDefault('EPISODES_LOCK_TIMEOUT_MS'),
+  staleMs: settingDefault('EPISODES_LOCK_STALE_MS'),
+};
 
 export interface StoreEnvironment {
   /** EPISODES_STORE_URL: a PostgreSQL URL selects the shared store. */
@@ -39,46 +28,20 @@ export interface StoreEnvironment {
   dataDir: string;
   /** EPISODES_MEDIA_DIR (default ./data/media): the PostgreSQL store's episode files. */
   mediaDir: string;
-  /** Test-only: the PostgreSQL store decides and inserts in two transactions (the proof that one is needed). */
-  unsafeSplitAllocationForTests: boolean;
 }
-
-const storeEnvSchema = z.object({
-  EPISODES_STORE_URL: z.string().optional(),
-  EPISODES_DATA_DIR: z.string().optional(),
-  EPISODES_MEDIA_DIR: z.string().optional(),
-  EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS: flag.default(false),
-});
 
 /** Which store and where, as the environment says; a malformed value is `InvalidInput` naming the variable. */
 export function storeEnvironment(env: NodeJS.ProcessEnv = process.env): StoreEnvironment {
-  const e = parseEnv(storeEnvSchema, env, 'store settings');
+  const s = readSettings(['EPISODES_STORE_URL', 'EPISODES_DATA_DIR', 'EPISODES_MEDIA_DIR'], env);
   return {
-    storeUrl: e.EPISODES_STORE_URL || undefined,
-    // An empty variable means unset, as `VAR= cmd` is usually meant.
-    dataDir: path.resolve(e.EPISODES_DATA_DIR || './data'),
-    mediaDir: path.resolve(e.EPISODES_MEDIA_DIR || './data/media'),
-    unsafeSplitAllocationForTests: e.EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS,
+    storeUrl: s.EPISODES_STORE_URL,
+    dataDir: path.resolve(s.EPISODES_DATA_DIR),
+    mediaDir: path.resolve(s.EPISODES_MEDIA_DIR),
   };
-}
-
-function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv, what: string): z.output<S> {
-  const parsed = schema.safeParse(env);
-  if (!parsed.success) {
-    const { at, message } = firstIssue(parsed.error, what);
-    throw new PipelineError(ErrorType.InvalidInput, `${at}: ${message}`);
-  }
-  return parsed.data;
 }
 
 /** The lock options the environment asks for; a malformed value is `InvalidInput` naming the variable. */
 export function lockOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): LockOptions {
-  const e = parseEnv(lockEnvSchema, env, 'lock settings');
-  return {
-    timeoutMs: e.EPISODES_LOCK_TIMEOUT_MS,
-    staleMs: e.EPISODES_LOCK_STALE_MS,
-    unsafeDisableForTests: e.EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS,
-    // stale-only: no takeover of a holder the kernel proves dead, only of a stale one.
-    ...(e.EPISODES_UNSAFE_LOCK_FOR_TESTS === 'stale-only' ? { holderProvenDead: () => false } : {}),
-  };
+  const s = readSettings(['EPISODES_LOCK_TIMEOUT_MS', 'EPISODES_LOCK_STALE_MS'], env);
+  return { timeoutMs: s.EPISODES_LOCK_TIMEOUT_MS, staleMs: s.EPISODES_LOCK_STALE_MS };
 }

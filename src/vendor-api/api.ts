@@ -5,10 +5,6 @@
 import { z } from 'zod';
 import { PAID_STEPS, paidStepSchema } from '../domain/paid-step';
 
-/** The simulator's usual port; `VENDOR_BASE_URL` defaults to it. */
-export const DEFAULT_VENDOR_PORT = 8790;
-export const DEFAULT_VENDOR_BASE_URL = `http://127.0.0.1:${DEFAULT_VENDOR_PORT}`;
-
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
 export const ARTIFACT_SHA256_HEADER = 'x-artifact-sha256';
@@ -28,7 +24,6 @@ export const wireMoneySchema = z.object({
   amount_cents: z.number().int().nonnegative(),
   currency: z.string().regex(/^[A-Z]{3}$/),
 });
-export type WireMoney = z.infer<typeof wireMoneySchema>;
 
 export const jobRequestSchema = z.strictObject({
   kind: jobKindSchema,
@@ -91,4 +86,3 @@ export const billingSchema = z.object({ charges: z.array(chargeSchema) });
 export const errorBodySchema = z.object({
   error: z.object({ code: z.string().regex(/^[a-z_]{1,64}$/), message: z.string() }),
 });
-export type ErrorBody = z.infer<typeof errorBodySchema>;

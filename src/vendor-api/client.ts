@@ -6,9 +6,8 @@
 import { createHash } from 'node:crypto';
 import { inspect } from 'node:util';
 import type { z } from 'zod';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
-import { ErrorType } from '../shared';
 import {
   ARTIFACT_SHA256_HEADER,
   billingSchema,
@@ -76,6 +75,17 @@ export interface Artifact {
 
 const MAX_VENDOR_MESSAGE_CHARS = 200;
 
+interface VendorRequest {
+  method?: 'GET' | 'POST';
+  /** Relative to the base URL. */
+  path: string;
+  maxResponseBytes?: number;
+  body?: Buffer;
+  headers?: Record<string, string>;
+  /** Non-2xx statuses the caller handles itself. */
+  allowStatus?: number[];
+}
+
 export class VendorClient {
   readonly baseUrl: URL;
   // An ES private field: invisible to util.inspect, JSON.stringify and spreading, so the key cannot leak by logging.
@@ -110,7 +120,9 @@ export class VendorClient {
       } catch {
         throw invalidInput('job spec is not JSON-serializable');
       }
-      const res = await this.#send(op, 'POST', 'v1/jobs', options, this.#maxResponseBytes, {
+      const res = await this.#send(op, options, {
+        method: 'POST',
+        path: 'v1/jobs',
         body,
         // RFC 8941 string form, as in the IETF Idempotency-Key draft; the pattern rules out characters to escape.
         headers: { [IDEMPOTENCY_KEY_HEADER]: `"${idempotencyKey}"`, 'content-type': 'application/json' },
@@ -128,7 +140,7 @@ export class VendorClient {
     return this.#guard(async () => {
       const op = 'getJob';
       requireVendorId(jobId, 'job id');
-      const res = await this.#send(op, 'GET', `v1/jobs/${jobId}`, options, this.#maxResponseBytes);
+      const res = await this.#send(op, options, { path: `v1/jobs/${jobId}` });
       const job = this.#parse(op, res, vendorJobSchema);
       if (job.job_id !== jobId) throw this.#malformed(op, 'the vendor answered with another job');
       return job;
@@ -141,7 +153,7 @@ export class VendorClient {
       const op = 'findJobsByClientRef';
       requireIdempotencyKey(clientRef);
       const path = `v1/jobs?client_ref=${encodeURIComponent(clientRef)}`;
-      const res = await this.#send(op, 'GET', path, options, this.#maxResponseBytes, { allowStatus: [404, 501] });
+      const res = await this.#send(op, options, { path, allowStatus: [404, 501] });
       if (res.status === 404 || res.status === 501) return { supported: false };
       const { jobs } = this.#parse(op, res, jobListSchema);
       // A vendor that ignored the filter would make us adopt someone else's job; refuse rather than guess.
@@ -154,7 +166,7 @@ export class VendorClient {
 
   getPrices(options: RequestOptions = {}): Promise<Prices> {
     return this.#guard(async () => {
-      const res = await this.#send('getPrices', 'GET', 'v1/prices', options, this.#maxResponseBytes);
+      const res = await this.#send('getPrices', options, { path: 'v1/prices' });
       return this.#parse('getPrices', res, pricesSchema).prices;
     });
   }
@@ -164,7 +176,10 @@ export class VendorClient {
     return this.#guard(async () => {
       const op = 'downloadArtifact';
       requireVendorId(artifactId, 'artifact id');
-      const res = await this.#send(op, 'GET', `v1/artifacts/${artifactId}`, options, this.#maxArtifactBytes);
+      const res = await this.#send(op, options, {
+        path: `v1/artifacts/${artifactId}`,
+        maxResponseBytes: this.#maxArtifactBytes,
+      });
       const declaredLength = res.headers['content-length'];
       const declaredSha = res.headers[ARTIFACT_SHA256_HEADER];
       if (res.status !== 200) throw this.#malformed(op, `unexpected status ${res.status}`);
@@ -194,19 +209,14 @@ export class VendorClient {
   /** Every charge the vendor ever made to this account: the ground truth for "did we pay twice?". */
   getBilling(options: RequestOptions = {}): Promise<Charge[]> {
     return this.#guard(async () => {
-      const res = await this.#send('getBilling', 'GET', 'v1/billing', options, this.#maxResponseBytes);
+      const res = await this.#send('getBilling', options, { path: 'v1/billing' });
       return this.#parse('getBilling', res, billingSchema).charges;
     });
   }
 
-  async #send(
-    op: VendorOperation,
-    method: 'GET' | 'POST',
-    path: string,
-    options: RequestOptions,
-    maxResponseBytes: number,
-    extra: { body?: Buffer; headers?: Record<string, string>; allowStatus?: number[] } = {},
-  ): Promise<ExchangeResponse> {
+  /** One request (GET unless said, responses up to the client's limit unless said); a status outside 2xx throws. */
+  async #send(op: VendorOperation, options: RequestOptions, request: VendorRequest): Promise<ExchangeResponse> {
+    const { method = 'GET', path, maxResponseBytes = this.#maxResponseBytes, ...extra } = request;
     const started = Date.now();
     const logPath = `/${path}`;
     let res: ExchangeResponse;

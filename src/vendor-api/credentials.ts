@@ -3,8 +3,8 @@
  * paid boundary never needs (or touches) the secret. No message here ever contains the key itself.
  */
 import { promises as fs } from 'node:fs';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { readSetting, resolveSetting } from '../settings/read';
 
 export interface CredentialsLoader {
   load(): Promise<string>;
@@ -19,7 +19,7 @@ export interface EnvCredentialsOptions {
 }
 
 /**
- * `VENDOR_API_KEY` (the key) or `VENDOR_API_KEY_FILE` (a file holding it; surrounding whitespace trimmed). Setting
+ * `EPISODES_VENDOR_API_KEY` (the key) or `EPISODES_VENDOR_API_KEY_FILE` (a file holding it; surrounding whitespace trimmed). Setting
  * both is refused rather than guessing which one the operator meant. A key file readable by group or others is
  * used with a warning, not refused: Kubernetes secret volumes are 0644 by default and Docker secrets 0444.
  */
@@ -30,14 +30,16 @@ export function envCredentialsLoader(
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
   return {
     async load(): Promise<string> {
-      const direct = env.VENDOR_API_KEY;
-      const file = env.VENDOR_API_KEY_FILE;
-      if (direct !== undefined && direct !== '' && file !== undefined && file !== '') {
-        throw missing('both VENDOR_API_KEY and VENDOR_API_KEY_FILE are set; set only one');
+      const direct = resolveSetting('EPISODES_VENDOR_API_KEY', env);
+      const file = readSetting('EPISODES_VENDOR_API_KEY_FILE', env);
+      if (direct.value !== undefined && file !== undefined) {
+        throw missing('both EPISODES_VENDOR_API_KEY and EPISODES_VENDOR_API_KEY_FILE are set; set only one');
       }
-      if (file !== undefined && file !== '') return checked(await readKeyFile(file, warn), `key file ${file}`);
-      if (direct !== undefined && direct !== '') return checked(direct.trim(), 'VENDOR_API_KEY');
-      throw missing('no vendor API key: set VENDOR_API_KEY or VENDOR_API_KEY_FILE');
+      if (file !== undefined) return checked(await readKeyFile(file, warn), `key file ${file}`);
+      if (direct.value !== undefined && direct.source.kind === 'environment') {
+        return checked(direct.value.trim(), direct.source.variable);
+      }
+      throw missing('no vendor API key: set EPISODES_VENDOR_API_KEY or EPISODES_VENDOR_API_KEY_FILE');
     },
   };
 }

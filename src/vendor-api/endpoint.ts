@@ -1,11 +1,9 @@
 /** Where the vendor lives, from the environment, parsed once at the edge. */
-import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { firstIssue } from '../domain/zod-issue';
-import { ErrorType } from '../shared';
-import { DEFAULT_VENDOR_BASE_URL } from './api';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { readSettings } from '../settings/read';
+import { settingDefault } from '../settings/table';
 
-export const DEFAULT_VENDOR_TIMEOUT_MS = 10_000;
+export const DEFAULT_VENDOR_TIMEOUT_MS = settingDefault('EPISODES_VENDOR_TIMEOUT_MS');
 
 export interface VendorEndpoint {
   baseUrl: URL;
@@ -23,35 +21,26 @@ export function parseVendorBaseUrl(raw: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new PipelineError(ErrorType.InvalidInput, 'VENDOR_BASE_URL is not a URL');
+    throw new PipelineError(ErrorType.InvalidInput, 'EPISODES_VENDOR_BASE_URL is not a URL');
   }
   if (url.username !== '' || url.password !== '') {
-    throw new PipelineError(ErrorType.InvalidInput, 'VENDOR_BASE_URL must not contain credentials');
+    throw new PipelineError(ErrorType.InvalidInput, 'EPISODES_VENDOR_BASE_URL must not contain credentials');
   }
   if (url.search !== '' || url.hash !== '') {
-    throw new PipelineError(ErrorType.InvalidInput, 'VENDOR_BASE_URL must not contain a query or fragment');
+    throw new PipelineError(ErrorType.InvalidInput, 'EPISODES_VENDOR_BASE_URL must not contain a query or fragment');
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
     throw new PipelineError(
       ErrorType.InvalidInput,
-      `VENDOR_BASE_URL ${url.origin}: the API key travels only over https (plain http only to localhost)`,
+      `EPISODES_VENDOR_BASE_URL ${url.origin}: the API key travels only over https (plain http only to localhost)`,
     );
   }
   if (!url.pathname.endsWith('/')) url.pathname += '/';
   return url;
 }
 
-const envSchema = z.object({
-  VENDOR_BASE_URL: z.string().min(1).default(DEFAULT_VENDOR_BASE_URL),
-  VENDOR_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(DEFAULT_VENDOR_TIMEOUT_MS),
-});
-
-/** `VENDOR_BASE_URL` (default the simulator's usual port) and `VENDOR_TIMEOUT_MS` (per request, default 10 s). */
+/** `EPISODES_VENDOR_BASE_URL` (default the simulator's usual port) and `EPISODES_VENDOR_TIMEOUT_MS` (per request). */
 export function vendorEndpointFromEnv(env: NodeJS.ProcessEnv = process.env): VendorEndpoint {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    const { at, message } = firstIssue(parsed.error, 'environment');
-    throw new PipelineError(ErrorType.InvalidInput, `invalid ${at}: ${message}`);
-  }
-  return { baseUrl: parseVendorBaseUrl(parsed.data.VENDOR_BASE_URL), timeoutMs: parsed.data.VENDOR_TIMEOUT_MS };
+  const s = readSettings(['EPISODES_VENDOR_BASE_URL', 'EPISODES_VENDOR_TIMEOUT_MS'], env);
+  return { baseUrl: parseVendorBaseUrl(s.EPISODES_VENDOR_BASE_URL), timeoutMs: s.EPISODES_VENDOR_TIMEOUT_MS };
 }

@@ -28,17 +28,24 @@ export interface ExchangeResponse {
 
 export type ExchangeFailureReason = 'connect-failed' | 'timeout' | 'aborted' | 'connection-lost' | 'response-too-large';
 
-export class ExchangeFailure extends Error {
-  constructor(
-    readonly reason: ExchangeFailureReason,
-    /** False only when the connection never came up: then the vendor cannot have seen the request. */
-    readonly mayHaveReachedVendor: boolean,
-    /** The response status, when the headers arrived before the failure. */
-    readonly status: number | null,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
+export interface ExchangeFailureFacts {
+  reason: ExchangeFailureReason;
+  /** False only when the connection never came up: then the vendor cannot have seen the request. */
+  mayHaveReachedVendor: boolean;
+  /** The response status, when the headers arrived before the failure. */
+  status: number | null;
+}
+
+export class ExchangeFailure extends Error implements ExchangeFailureFacts {
+  readonly reason: ExchangeFailureReason;
+  readonly mayHaveReachedVendor: boolean;
+  readonly status: number | null;
+
+  constructor(facts: ExchangeFailureFacts, message: string, options?: { cause?: unknown }) {
     super(message, options);
+    this.reason = facts.reason;
+    this.mayHaveReachedVendor = facts.mayHaveReachedVendor;
+    this.status = facts.status;
   }
 }
 
@@ -66,7 +73,8 @@ export function exchange(r: ExchangeRequest): Promise<ExchangeResponse> {
     const fail = (reason: ExchangeFailureReason, message: string, cause?: unknown): void => {
       if (!settle()) return;
       req.destroy();
-      reject(new ExchangeFailure(reason, connected, status, message, cause === undefined ? undefined : { cause }));
+      const facts = { reason, mayHaveReachedVendor: connected, status };
+      reject(new ExchangeFailure(facts, message, cause === undefined ? undefined : { cause }));
     };
     const onAbort = (): void =>
       deadline.aborted

@@ -1,5 +1,4 @@
-import { PipelineError } from '../domain/errors';
-import { type ErrorType } from '../shared';
+import { PipelineError, type ErrorType } from '../domain/errors';
 
 /**
  * What a failed submission means for the money:

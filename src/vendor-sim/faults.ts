@@ -1,7 +1,7 @@
 /** The faults the vendor simulator can inject (docs/vendor-api.md), and the seeded generator behind the random ones. */
 import { z } from 'zod';
-import { PipelineError } from '../domain/errors';
-import { ErrorType } from '../shared';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { JOB_KINDS } from '../vendor-api/api';
 
 export const vendorFaultsSchema = z.strictObject({
   /** Delay before the vendor works on a valid request (new submissions are "in flight" meanwhile). */
@@ -21,6 +21,20 @@ export const vendorFaultsSchema = z.strictObject({
   noIdempotency: z.boolean().optional(),
   /** The next `count` new jobs end `failed` instead of `succeeded` (still charged: the vendor did the work). */
   failJobs: z.strictObject({ count: z.number().int().min(0) }).optional(),
+  /** Jobs of these kinds stay `running` while the set names them (a paid step held mid-job); then they finish. */
+  holdKinds: z.array(z.enum(JOB_KINDS)).max(JOB_KINDS.length).optional(),
+  /**
+   * The next `count` new jobs are lost after acceptance: charged, then unknown to reads (404, not found by key) for as
+   * long as the fault set keeps `loseJobs` (count 0 included); a set without it finds them again.
+   */
+  loseJobs: z.strictObject({ count: z.number().int().min(0) }).optional(),
+  /** The next `count` new jobs take `ms` longer to complete. */
+  slowJobs: z.strictObject({ count: z.number().int().min(0), ms: z.number().int().min(0).max(600_000) }).optional(),
+  /**
+   * The next `count` jobs whose artifact is downloaded report their completion twice: after that first download,
+   * `running` again for one job duration, then `succeeded` again (same artifact, downloadable throughout).
+   */
+  repeatCompletion: z.strictObject({ count: z.number().int().min(0) }).optional(),
 });
 export type VendorFaults = z.infer<typeof vendorFaultsSchema>;
 

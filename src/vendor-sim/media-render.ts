@@ -16,7 +16,10 @@ import type { JobKind } from '../vendor-api/api';
 export interface RenderRequest {
   kind: JobKind;
   episodeId: string;
-  /** From the idempotency key (`<episode>:<step>:r<round>`); null when the request did not carry one. */
+  /**
+   * The review round the picture comes from: a step's own round, from its idempotency key (`<episode>:<step>:r<round>`),
+   * and for an assembly the round of the cut it assembles (its `video_job`); null when that is not known.
+   */
   round: number | null;
 }
 
@@ -31,9 +34,9 @@ const cache = new Map<string, Promise<Buffer | null>>();
 const noticed = new Set<string>();
 let queue: Promise<unknown> = Promise.resolve();
 
-/** `ffmpeg` is looked up on PATH unless a path is given (env `EPISODES_SIM_FFMPEG`, e.g. to point at another build). */
+/** `ffmpeg` is looked up on PATH unless a path is given (the CLI and the demo pass EPISODES_SIM_FFMPEG). */
 export function createMediaRenderer(options: { ffmpeg?: string; notice?: (line: string) => void } = {}): MediaRenderer {
-  const ffmpeg = options.ffmpeg ?? process.env.EPISODES_SIM_FFMPEG ?? 'ffmpeg';
+  const ffmpeg = options.ffmpeg ?? 'ffmpeg';
   const notice = options.notice ?? ((line: string) => process.stderr.write(`vendor-sim: ${line}\n`));
   return {
     render(request) {
@@ -69,7 +72,11 @@ export function roundOfClientRef(clientRef: string | null): number | null {
 /** Only letters, digits, dash and space reach the filter graph: no escaping rules to get wrong. */
 function caption(request: RenderRequest): string {
   const episode = request.episodeId.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40);
-  return `${episode}  ${request.kind}  round ${request.round ?? '-'}`;
+  const round = request.round ?? '-';
+  // An assembly's own round counts assemblies (reassembly r1, r2); what it shows is the review round of its cut.
+  return request.kind === 'assembly'
+    ? `${episode}  assembly of round ${round}`
+    : `${episode}  ${request.kind}  round ${round}`;
 }
 
 function ffmpegArgs(request: RenderRequest): string[] {

@@ -8,10 +8,9 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { PipelineError } from '../domain/errors';
+import { PipelineError, ErrorType } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
 import { ensureDirDurable } from '../files/durable-fs';
-import { ErrorType } from '../shared';
 import {
   ARTIFACT_SHA256_HEADER,
   IDEMPOTENCY_KEY_HEADER,
@@ -27,6 +26,7 @@ import {
   type VendorJob,
 } from '../vendor-api/api';
 import { consume, parseFaults, seededRandom, type VendorFaults } from './faults';
+import { JobFaults } from './job-faults';
 import { createMediaRenderer, roundOfClientRef, type MediaRenderer } from './media-render';
 import {
   readSimulatorState,
@@ -37,7 +37,7 @@ import {
   type SimulatorState,
 } from './state';
 
-export { vendorFaultsSchema, type VendorFaults } from './faults';
+export type { VendorFaults } from './faults';
 
 export const DEFAULT_PRICES_CENTS: Readonly<Record<JobKind, number>> = {
   video: 4200,
@@ -75,7 +75,7 @@ export interface VendorSimulatorOptions {
   artifactBytes?: Partial<Record<JobKind, number>>;
   /** `render` (default): playable media where ffmpeg is available (media-render.ts); `synthetic`: random bytes. */
   media?: 'render' | 'synthetic';
-  /** The ffmpeg binary (default: env EPISODES_SIM_FFMPEG, then `ffmpeg` on PATH). */
+  /** The ffmpeg binary (default: `ffmpeg` on PATH). */
   ffmpeg?: string;
   maxBodyBytes?: number;
   faults?: VendorFaults;
@@ -85,6 +85,8 @@ export interface VendorSimulatorOptions {
   seed?: number;
   /** One line per request: method, path, status. Never a header value. */
   log?: (line: string) => void;
+  /** Called with each request's log entry once it is answered or dropped (a test's observer of the vendor). */
+  onRequest?: (entry: RequestLog) => void;
 }
 
 export interface RequestLog {
@@ -96,6 +98,10 @@ export interface RequestLog {
   dropped: boolean;
   idempotencyKey: string | null;
   at: string;
+  /** The job a submission created, or the one a read asked for; null otherwise. */
+  jobId: string | null;
+  /** The per-job fault a read showed: `lost` (404 for a lost job), `repeat-completion` (the second `succeeded`). */
+  note: 'lost' | 'repeat-completion' | null;
 }
 
 export interface VendorSimulator {
@@ -130,6 +136,7 @@ class Simulator {
   private readonly renderer: MediaRenderer | null;
   private readonly renderStarted = new Set<string>();
   private readonly renderSettled = new Set<string>();
+  private readonly jobFaults = new JobFaults();
 
   private readonly jobs = new Map<string, JobRecord>();
   private readonly artifacts = new Map<string, string>();
@@ -184,13 +191,16 @@ class Simulator {
       url: `http://127.0.0.1:${this.port}`,
       port: this.port,
       close: () => this.close(),
-      setFaults: (faults) => {
-        this.currentFaults = parseFaults(faults);
-      },
+      setFaults: (faults) => this.replaceFaults(parseFaults(faults)),
       faults: () => structuredClone(this.currentFaults),
       billing: () => structuredClone(this.charges),
       requests: () => structuredClone(this.log),
     };
+  }
+
+  private replaceFaults(faults: VendorFaults): void {
+    this.currentFaults = faults;
+    this.jobFaults.refresh(faults);
   }
 
   private async close(): Promise<void> {
@@ -211,6 +221,8 @@ class Simulator {
       dropped: false,
       idempotencyKey: null,
       at: new Date().toISOString(),
+      jobId: null,
+      note: null,
     };
     this.log.push(entry);
     if (this.log.length > MAX_LOGGED_REQUESTS) this.log.splice(0, this.log.length - MAX_LOGGED_REQUESTS);
@@ -222,6 +234,7 @@ class Simulator {
       respond: (status, body, headers = {}) => {
         entry.status = status;
         this.options.log?.(`${entry.method} ${entry.path} ${status}${entry.authorized ? '' : ' (unauthorized)'}`);
+        this.options.onRequest?.(structuredClone(entry));
         const payload = Buffer.from(JSON.stringify(body));
         res.writeHead(status, { 'content-type': 'application/json', 'content-length': payload.length, ...headers });
         res.end(payload);
@@ -229,12 +242,14 @@ class Simulator {
       respondBytes: (bytes, headers) => {
         entry.status = 200;
         this.options.log?.(`${entry.method} ${entry.path} 200`);
+        this.options.onRequest?.(structuredClone(entry));
         res.writeHead(200, { 'content-length': bytes.length, ...headers });
         res.end(bytes);
       },
       drop: () => {
         entry.dropped = true;
         this.options.log?.(`${entry.method} ${entry.path} accepted, connection dropped (fault)`);
+        this.options.onRequest?.(structuredClone(entry));
         req.socket.destroy();
       },
     };
@@ -281,7 +296,11 @@ class Simulator {
     if (collection === 'jobs' && id === undefined) return this.findByClientRef(x);
     if (collection === 'jobs' && id !== undefined) {
       const job = this.jobs.get(id);
-      return job ? x.respond(200, this.view(job)) : x.respond(404, errorBody('not_found', 'no such job'));
+      x.entry.jobId = job?.job_id ?? null;
+      if (job && this.jobFaults.isLost(job.job_id)) x.entry.note = 'lost';
+      return job && !this.jobFaults.isLost(job.job_id)
+        ? x.respond(200, this.view(job, x.entry))
+        : x.respond(404, errorBody('not_found', 'no such job'));
     }
     if (collection === 'prices' && id === undefined) return x.respond(200, { prices: this.priceList() });
     if (collection === 'billing' && id === undefined) return x.respond(200, { charges: this.charges });
@@ -317,6 +336,7 @@ class Simulator {
     }
     if (existing) {
       await this.sleep(this.currentFaults.latencyMs ?? 0);
+      x.entry.jobId = existing.response.job_id;
       return x.respond(202, existing.response, { [REPLAYED_HEADER]: 'true' });
     }
     this.idempotency.set(clientRef, { key: clientRef, fingerprint, response: null });
@@ -360,6 +380,8 @@ class Simulator {
       client_ref: clientRef,
     };
     this.addJob(job);
+    x.entry.jobId = job.job_id;
+    this.jobFaults.pick(job.job_id, this.currentFaults);
     this.artifactReady(job); // starts the render now, so it is usually ready when the job's time is up
     this.charges.push(charge);
     if (clientRef !== null && fingerprint !== null) {
@@ -385,15 +407,21 @@ class Simulator {
     }
     const ref = x.url.searchParams.get('client_ref');
     if (ref === null || ref === '') return x.respond(400, errorBody('invalid_request', 'client_ref is required'));
-    const jobs = [...this.jobs.values()].filter((j) => j.client_ref === ref).map((j) => this.view(j));
+    const jobs = [...this.jobs.values()]
+      .filter((j) => j.client_ref === ref && !this.jobFaults.isLost(j.job_id))
+      .map((j) => this.view(j, x.entry));
     x.respond(200, { jobs });
   }
 
   private async artifact(x: Exchange, artifactId: string): Promise<void> {
     const jobId = this.artifacts.get(artifactId);
     const job = jobId === undefined ? undefined : this.jobs.get(jobId);
-    if (!job || this.statusOf(job) !== 'succeeded') return x.respond(404, errorBody('not_found', 'no such artifact'));
+    const done = job && (this.jobFaults.hasSucceeded(job.job_id) || this.statusOf(job) === 'succeeded');
+    if (!job || !done || this.jobFaults.isLost(job.job_id)) {
+      return x.respond(404, errorBody('not_found', 'no such artifact'));
+    }
     const bytes = (await this.rendered(job)) ?? artifactBytes(job, this.artifactBytes[job.kind]);
+    this.jobFaults.downloadedNow(job.job_id, this.currentFaults, Date.now());
     x.respondBytes(bytes, {
       'content-type': CONTENT_TYPES[job.kind],
       [ARTIFACT_SHA256_HEADER]: createHash('sha256').update(bytes).digest('hex'),
@@ -409,18 +437,20 @@ class Simulator {
     } catch {
       return x.respond(400, errorBody('invalid_request', 'body must be a fault set (see docs/vendor-api.md)'));
     }
-    this.currentFaults = faults;
+    this.replaceFaults(faults);
     x.respond(200, faults);
   }
 
   /** The job's playable media, or null for synthetic bytes (no renderer, a size set for the kind, no ffmpeg). */
   private rendered(job: JobRecord): Promise<Buffer | null> {
     if (!this.renders(job)) return Promise.resolve(null);
-    return this.renderer!.render({
-      kind: job.kind,
-      episodeId: job.episode_id,
-      round: roundOfClientRef(job.client_ref),
-    });
+    return this.renderer!.render({ kind: job.kind, episodeId: job.episode_id, round: this.reviewRoundOf(job) });
+  }
+
+  /** The round a job's picture comes from: its own, or for an assembly that of the cut it assembles. */
+  private reviewRoundOf(job: JobRecord): number | null {
+    const cut = job.kind === 'assembly' ? this.jobs.get(String(job.spec.video_job)) : job;
+    return cut ? roundOfClientRef(cut.client_ref) : null;
   }
 
   private renders(job: JobRecord): boolean {
@@ -441,8 +471,10 @@ class Simulator {
     return false;
   }
 
-  private view(job: JobRecord): VendorJob {
-    const status = this.statusOf(job);
+  private view(job: JobRecord, entry?: RequestLog): VendorJob {
+    const shown = this.jobFaults.view(job.job_id, this.statusOf(job), this.jobDurationMs, Date.now());
+    if (entry && shown.note) entry.note = shown.note;
+    const status = shown.status;
     return {
       job_id: job.job_id,
       kind: job.kind,
@@ -457,10 +489,12 @@ class Simulator {
 
   private statusOf(job: JobRecord): JobStatus {
     const elapsed = Date.now() - Date.parse(job.accepted_at);
-    if (elapsed >= this.jobDurationMs && job.ends_failed) return 'failed';
-    if (elapsed >= this.jobDurationMs && this.artifactReady(job)) return 'succeeded';
-    if (elapsed >= this.jobDurationMs) return 'running';
-    return elapsed >= this.jobDurationMs / 2 ? 'running' : 'queued';
+    const duration = this.jobDurationMs + this.jobFaults.extraMs(job.job_id);
+    if (this.currentFaults.holdKinds?.includes(job.kind)) return elapsed >= duration / 2 ? 'running' : 'queued';
+    if (elapsed >= duration && job.ends_failed) return 'failed';
+    if (elapsed >= duration && this.artifactReady(job)) return 'succeeded';
+    if (elapsed >= duration) return 'running';
+    return elapsed >= duration / 2 ? 'running' : 'queued';
   }
 
   private priceList(): Record<JobKind, { amount_cents: number; currency: string }> {

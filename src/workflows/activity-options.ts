@@ -1,6 +1,6 @@
 /** Timeouts and retry policies of every activity proxy, side by side so their reasons can be compared. */
 import type { ActivityOptions, RetryPolicy } from '@temporalio/workflow';
-import { NON_RETRYABLE_ERROR_TYPES } from '../shared';
+import { NON_RETRYABLE_ERROR_TYPES } from '../domain/errors';
 
 /** Business refusals never retry; everything else (lock timeouts, I/O hiccups, vendor outages) backs off to 1 min. */
 const retry: RetryPolicy = {

@@ -1,13 +1,22 @@
-import { ApplicationFailure, condition, log, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  condition,
+  currentUpdateInfo,
+  log,
+  patched,
+  setCurrentDetails,
+  setHandler,
+} from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
-import { approverProblem, notesProblem, type DecisionKind } from '../domain/decision';
+import { MAX_APPROVER, decisionChannel, decisionInputProblem, type DecisionKind } from '../domain/decision';
 import type { ReviewNotice } from '../domain/review-notice';
-import { decisionUpdateId } from '../domain/names';
-import { ErrorType } from '../shared';
+import { DECISION_CHANNELS_PATCH } from '../domain/names';
+import { ErrorType } from '../domain/errors';
 import {
   approveSignal,
   approveUpdate,
   descriptions,
+  MAX_DROPPED_KEPT,
   requestReworkSignal,
   requestReworkUpdate,
   type AcceptedDecision,
@@ -45,24 +54,38 @@ export function installApprovalGate(status: ProductionStatus): ApprovalGate {
     return undefined;
   };
   const validate = (kind: DecisionKind, input: { by: unknown; notes?: unknown; round?: number }): void => {
-    refuse(ErrorType.InvalidInput, approverProblem(input.by));
-    if (kind === 'rework') refuse(ErrorType.InvalidInput, notesProblem(input.notes));
+    refuse(ErrorType.InvalidInput, decisionInputProblem(kind, input));
     refuse(ErrorType.InvalidState, closedReason(input.round));
   };
-  const accept = (d: Decision): AcceptedDecision => {
+  /** `updateId` undefined: a signal. With the decision-channels patch the decision records its channel and time. */
+  const accept = (d: Decision, updateId: string | undefined): AcceptedDecision => {
+    const facts = { round: status.reworkRound, kind: d.kind, by: d.input.by };
+    const accepted: AcceptedDecision = patched(DECISION_CHANNELS_PATCH)
+      ? { ...facts, channel: decisionChannel({ ...facts, episodeId: status.episodeId }, updateId), at: workflowNow() }
+      : facts;
     decision = d;
-    const accepted = { round: status.reworkRound, kind: d.kind, by: d.input.by };
     status.decisions = [...(status.decisions ?? []), accepted];
     return accepted;
   };
-  /** A signal nobody reads is no longer lost silently: logged with its sender, kept in the status query. */
+  /**
+   * A signal has no answer, so what an update's validator would refuse is dropped here (with the patch) and what no
+   * open round reads is late: both logged with the sender and kept in the status query, neither changes anything.
+   */
   const fromSignal = (d: Decision): void => {
-    const reason = closedReason(d.input.round);
-    if (reason === undefined) {
-      accept(d);
+    const { episodeId } = status;
+    const invalid = patched(DECISION_CHANNELS_PATCH) ? decisionInputProblem(d.kind, d.input) : undefined;
+    if (invalid !== undefined) {
+      const by = typeof d.input.by === 'string' ? d.input.by.slice(0, MAX_APPROVER) : null;
+      log.warn('decision signal refused: dropped', { episodeId, kind: d.kind, by, reason: invalid });
+      const dropped = { kind: d.kind, by, at: workflowNow(), reason: invalid };
+      status.droppedDecisions = [...(status.droppedDecisions ?? []), dropped].slice(-MAX_DROPPED_KEPT);
       return;
     }
-    const { episodeId } = status;
+    const reason = closedReason(d.input.round);
+    if (reason === undefined) {
+      accept(d, undefined);
+      return;
+    }
     log.warn('decision signal outside an open round: ignored', { episodeId, kind: d.kind, by: d.input.by, reason });
     const late = { kind: d.kind, by: d.input.by, at: workflowNow(), reason };
     status.lateDecisions = [...(status.lateDecisions ?? []), late];
@@ -72,11 +95,11 @@ export function installApprovalGate(status: ProductionStatus): ApprovalGate {
   setHandler(requestReworkSignal, (r) => fromSignal({ kind: 'rework', input: r }), {
     description: descriptions.requestRework,
   });
-  setHandler(approveUpdate, (a) => accept({ kind: 'approve', input: a }), {
+  setHandler(approveUpdate, (a) => accept({ kind: 'approve', input: a }, currentUpdateInfo()?.id), {
     validator: (a: ApproveInput) => validate('approve', a),
     description: descriptions.approve,
   });
-  setHandler(requestReworkUpdate, (r) => accept({ kind: 'rework', input: r }), {
+  setHandler(requestReworkUpdate, (r) => accept({ kind: 'rework', input: r }, currentUpdateInfo()?.id), {
     validator: (r: ReworkInput) => validate('rework', r),
     description: descriptions.requestRework,
   });
@@ -99,25 +122,28 @@ function refuse(type: ErrorType, message: string | undefined): void {
   if (message !== undefined) throw ApplicationFailure.create({ type, message, nonRetryable: true });
 }
 
+/** The round a production waits in for a decision: since when, and until which timeout (if any). */
+export interface WaitingRound {
+  episodeId: string;
+  round: number;
+  since: string;
+  timeout: string | undefined;
+}
+
 /**
  * What the UI shows while production waits: what for, since when, and how to answer; with the round's review notice
  * (runs with the review-notice patch, once it is prepared), also the cost so far and the review desk's link.
  */
-export function showWaiting(
-  episodeId: string,
-  round: number,
-  since: string,
-  timeout: string | undefined,
-  notice?: ReviewNotice,
-): void {
+export function showWaiting(waiting: WaitingRound, notice?: ReviewNotice): void {
+  const { episodeId, round, since, timeout } = waiting;
   setCurrentDetails(
     [
       `Waiting for approval of round ${round} since ${since}${timeout ? ` (gives up after ${timeout})` : ''}.`,
       ...(notice ? noticeLines(notice) : []),
       `Approve: \`npx episodes approve ${episodeId} --by NAME\` (update or signal \`approve\`, {"by":"NAME","round":${round}}).`,
       `Rework: \`npx episodes rework ${episodeId} --notes "..." --by NAME\` (update or signal \`requestRework\`, {"notes":"...","by":"NAME","round":${round}}).`,
-      // The CLI's update ID: a retry under it, from anywhere, gets the first answer back (README, "Send an Update").
-      `In the UI: Send an Update, Update ID \`${decisionUpdateId(episodeId, round, 'approve', 'NAME')}\` (or \`...-rework-NAME\`).`,
+      // An ID of the UI's own: a retry under it gets the first answer back, and the decision is recorded as an update.
+      `In the UI: Send an Update, Update ID e.g. \`ui-${episodeId}-r${round}-approve-NAME\` (the same ID again gets the first answer).`,
     ].join('\n'),
   );
 }

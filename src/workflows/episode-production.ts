@@ -5,9 +5,11 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep } from '../activities/paid-steps';
+import type { DecisionRecord } from '../domain/episode-state';
 import type { PaidStep } from '../domain/paid-step';
 import { lifecycleActivityOptions } from './activity-options';
 import { descriptions, statusQuery, type ProductionStatus } from './messages';
@@ -72,7 +74,7 @@ export async function episodeProductionWorkflow(input: EpisodeProductionInput): 
     step('cover', 0, { title: `Episode ${episodeId}`, format: 'png' }),
   ]);
   const jobs = [video.remoteJobId, cover.remoteJobId];
-  const cut = await approveOrRework(input, status, { gate, notices }, step, video, jobs);
+  const cut = await approveOrRework({ input, status, step, gate, notices }, video, jobs);
   if (cut === undefined) return { outcome: 'approval_expired', episodeId };
   return assembleAndComplete(status, step, { cut, cover }, jobs);
 }
@@ -95,15 +97,22 @@ function stepRunner(status: ProductionStatus, tagged: boolean): StepRunner {
   };
 }
 
+/** What the approval rounds of one production share. */
+interface Production {
+  input: EpisodeProductionInput;
+  status: ProductionStatus;
+  step: StepRunner;
+  gate: ApprovalGate;
+  /** Whether this run sends review notices (the review-notice patch). */
+  notices: boolean;
+}
+
 /**
  * Approval rounds until the operator approves a cut (returned) or the approval timeout passes (undefined, recorded
  * as failed). Each rework decision pays for one rework step on the latest cut and opens the next round.
  */
 async function approveOrRework(
-  input: EpisodeProductionInput,
-  status: ProductionStatus,
-  { gate, notices }: { gate: ApprovalGate; notices: boolean },
-  step: StepRunner,
+  { input, status, step, gate, notices }: Production,
   firstCut: CompletedStep,
   jobs: string[],
 ): Promise<CompletedStep | undefined> {
@@ -114,15 +123,14 @@ async function approveOrRework(
     await recordProgress({
       episodeId,
       status: 'awaiting_approval',
-      approval: { status: 'pending', by: null, at: null, notes: null },
+      approval: { status: 'pending', by: null, at: null, notes: null, ...trail(status) },
     });
     status.phase = 'awaiting_approval';
     status.awaitingSince = now();
     const { reworkRound: round, awaitingSince: since } = status;
-    showWaiting(episodeId, round, since, input.approvalTimeout);
-    const notice = notices
-      ? announceRound(episodeId, round, since, (n) => showWaiting(episodeId, round, since, input.approvalTimeout, n))
-      : NO_ROUND_NOTICE;
+    const waiting = { episodeId, round, since, timeout: input.approvalTimeout };
+    showWaiting(waiting);
+    const notice = notices ? announceRound(episodeId, round, since, (n) => showWaiting(waiting, n)) : NO_ROUND_NOTICE;
     const made = await gate.await(input.approvalTimeout);
     notice.close();
     status.awaitingSince = null;
@@ -133,7 +141,7 @@ async function approveOrRework(
       await recordProgress({
         episodeId,
         status: 'failed',
-        approval: { status: 'expired', by: null, at: now(), notes },
+        approval: { status: 'expired', by: null, at: now(), notes, ...trail(status) },
       });
       return undefined;
     }
@@ -142,7 +150,7 @@ async function approveOrRework(
       await recordProgress({
         episodeId,
         status: 'awaiting_approval',
-        approval: { status: 'approved', by: made.input.by, at: now(), notes: null },
+        approval: { status: 'approved', by: made.input.by, at: now(), notes: null, ...trail(status) },
       });
       return cut;
     }
@@ -151,11 +159,25 @@ async function approveOrRework(
     await recordProgress({
       episodeId,
       status: 'in_production',
-      approval: { status: 'rework_requested', by: made.input.by, at: now(), notes: made.input.notes },
+      approval: {
+        status: 'rework_requested',
+        by: made.input.by,
+        at: now(),
+        notes: made.input.notes,
+        ...trail(status),
+      },
     });
     cut = await step('rework', status.reworkRound, { notes: made.input.notes, base_job: cut.remoteJobId });
     jobs.push(cut.remoteJobId);
   }
+}
+
+/** The decisions with a channel (decision-channels patch), for the store's approval record: none, no field. */
+function trail(status: ProductionStatus): { decisions?: DecisionRecord[] } {
+  const decisions = (status.decisions ?? []).flatMap(({ round, kind, by, channel, at }) =>
+    channel && at ? [{ round, kind, by, channel, at }] : [],
+  );
+  return decisions.length > 0 ? { decisions } : {};
 }
 
 /** Final assembly of the approved cut with the cover, then completion into the store and history. */
@@ -188,3 +210,7 @@ async function assembleAndComplete(
     cover: { sha256: entry.media.cover!.sha256, bytes: entry.media.cover!.bytes },
   };
 }
+
+// Parks for days across deploys: moves to the current build at its next task, kept safe by patched() and the replay
+// of test/histories/ (docs/deploy.md).
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, episodeProductionWorkflow);

@@ -1,4 +1,4 @@
-import { ParentClosePolicy, executeChild, patched, proxyActivities } from '@temporalio/workflow';
+import { ParentClosePolicy, executeChild, patched, proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep } from '../activities/paid-steps';
 import { lifecycleActivityOptions } from './activity-options';
@@ -30,3 +30,6 @@ export async function episodeReassemblyWorkflow(input: EpisodeReassemblyInput): 
   await recordReassembly({ episodeId, assemblyStep: stepKey('assembly', round) });
   return result;
 }
+
+// One paid assembly and its record: as short as the paid step it waits for, so it finishes beside it (docs/deploy.md).
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, episodeReassemblyWorkflow);

@@ -4,7 +4,7 @@
  */
 import type { SearchAttributePair } from '@temporalio/common';
 import { parseEpisodeId } from '../domain/episode-id';
-import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../shared';
+import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../domain/names';
 
 export interface EpisodeRunTags {
   typedSearchAttributes: SearchAttributePair[];

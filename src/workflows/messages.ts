@@ -1,6 +1,6 @@
 /** Signals, updates and queries, defined once; workflows, the CLI and tests import them from here. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { DecisionKind } from '../domain/decision';
+import type { DecisionChannel, DecisionKind } from '../domain/decision';
 import type { PaidStep } from '../domain/paid-step';
 
 export interface ApproveInput {
@@ -19,6 +19,18 @@ export interface AcceptedDecision {
   round: number;
   kind: DecisionKind;
   by: string;
+  /** Through which door it came, and when (workflow time): runs with the decision-channels patch. */
+  channel?: DecisionChannel;
+  at?: string;
+}
+
+/** A decision signal that failed the updates' checks (empty name, bad notes): logged and kept here, it changes nothing. */
+export interface DroppedDecision {
+  kind: DecisionKind;
+  /** The name as sent when it is a string (cut to MAX_APPROVER characters), else null. */
+  by: string | null;
+  at: string;
+  reason: string;
 }
 
 /** A decision signal that no open round read: logged and kept here, it changes nothing. */
@@ -45,7 +57,11 @@ export interface ProductionStatus {
   /** Every decision taken, oldest first (by update or signal). */
   decisions?: AcceptedDecision[];
   lateDecisions?: LateDecision[];
+  /** The latest invalid decision signals (at most MAX_DROPPED_KEPT; the log has every one). */
+  droppedDecisions?: DroppedDecision[];
 }
+
+export const MAX_DROPPED_KEPT = 20;
 
 export type StepPhase = 'running' | 'needs_reconciliation' | 'done';
 
@@ -70,9 +86,10 @@ export const stepStatusQuery = defineQuery<StepStatus>('stepStatus');
 export const descriptions = {
   approve:
     'Approve the cut of the current round: {"by":"NAME","round":N}. As an update it answers with the accepted ' +
-    'decision or the reason it was refused; as a signal a decision outside an open round is only logged.',
+    'decision or the reason it was refused; a signal is checked the same way, and one that fails the checks or ' +
+    'arrives outside an open round is only logged and listed in the status query.',
   requestRework: 'Ask for one paid rework round: {"notes":"...","by":"NAME","round":N}. Same rules as approve.',
   reconciled: 'Sent by `episodes reconcile` once the unknown outcome of this step is settled in the store.',
-  status: 'Production phase, approval round, steps, and decisions that arrived outside an open round.',
+  status: 'Production phase, approval round, steps, decisions (with channel), and decision signals late or dropped.',
   stepStatus: 'Phase of this paid step: submitting, needs_reconciliation, waiting_for_vendor or done.',
 } as const;

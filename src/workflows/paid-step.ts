@@ -1,7 +1,14 @@
-import { ActivityFailure, ApplicationFailure, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  proxyActivities,
+  setHandler,
+  setWorkflowOptions,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompletedStep, PaidStepInput } from '../activities/paid-steps';
-import { ErrorType } from '../shared';
+import { ErrorType } from '../domain/errors';
 import { awaitActivityOptions, submitActivityOptions } from './activity-options';
 import { descriptions, reconciledSignal, stepStatusQuery, type StepStatus } from './messages';
 
@@ -47,3 +54,6 @@ export function failureType(e: unknown): string | undefined {
   const cause = e instanceof ActivityFailure ? e.cause : e;
   return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
 }
+
+// A vendor step finishes on the code that submitted it; its build drains once its steps are done (docs/deploy.md).
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, paidStepWorkflow);

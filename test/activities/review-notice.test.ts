@@ -11,7 +11,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createReviewNoticeActivities, type ReviewNoticeSettings } from '../../src/activities/review-notice';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import { buildReviewNotice } from '../../src/domain/review-notice';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import type { EpisodeStore } from '../../src/store/episode-store';
 import { closedPort } from '../helpers/vendor';
 import { WEBHOOK_SECRET, startWebhookReceiver, type Answer, type WebhookReceiver } from '../helpers/webhook-receiver';

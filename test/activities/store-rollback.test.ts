@@ -17,7 +17,7 @@ import { parseAllocationKey } from '../../src/domain/allocation-key';
 import type { EpisodeId } from '../../src/domain/episode-id';
 import type { HistoryEntry, PaidStep } from '../../src/domain/episode-state';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { fileStoreSource } from '../../src/verify/file-store-source';
@@ -58,19 +58,32 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const submit = (step: PaidStep) =>
+  const submit = (step: PaidStep, round = 0, spec = SPECS[step]) =>
     mock.run<[PaidStepInput], SubmittedStep, Activities['submitPaidStep']>(acts.submitPaidStep, {
       episodeId: id,
       step,
-      round: 0,
-      spec: SPECS[step],
+      round,
+      spec,
     });
-  const wait = (step: PaidStep) =>
+  const wait = (step: PaidStep, round = 0) =>
     mock.run<[Omit<PaidStepInput, 'spec'>], CompletedStep, Activities['awaitPaidStep']>(acts.awaitPaidStep, {
       episodeId: id,
       step,
-      round: 0,
+      round,
     });
+  /** A step as the production runs it: submitted with its spec, then waited for. */
+  const run = async (step: PaidStep, round: number, spec: Record<string, unknown>) => {
+    await submit(step, round, spec);
+    return wait(step, round);
+  };
+  const complete = () =>
+    mock.run<[CompleteInput], HistoryEntry, Activities['completeEpisode']>(acts.completeEpisode, {
+      episodeId: id,
+      completedAt: new Date().toISOString(),
+      finalVideo: 'assembly-r0',
+      finalCover: 'cover-r0',
+    });
+  const lookups = () => vendor.requests().filter((r) => r.path.includes('client_ref=')).length;
   /** Back to the state in which the step's record was a bare intent: its reference (and all after it) forgotten. */
   const forgetReference = (step: PaidStep) =>
     store.rollBack(id, (s) => s.steps[`${step}-r0`]?.status === 'intent' && !s.steps[`${step}-r0`]?.remote_job_id);
@@ -130,6 +143,39 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     });
     assert.equal(entry.total_cost_cents, 4200 + 300 + 800, 'history bills video, cover and assembly');
     assert.equal(vendor.billing().length, 3, 'nothing charged twice');
+    await assertLedgerIsBilling();
+  });
+
+  it('a rework round whose whole record was forgotten: completion finds it at the vendor and settles its charge', async () => {
+    const video = await run('video', 0, SPECS.video);
+    const cover = await run('cover', 0, SPECS.cover);
+    const r1 = await run('rework', 1, { notes: 'warmer', base_job: video.remoteJobId });
+    const r2 = await run('rework', 2, { notes: 'shorter', base_job: r1.remoteJobId });
+    // Back to the state before round 2 was submitted: its record and its charge are forgotten.
+    await store.rollBack(id, (s) => s.steps['rework-r1']?.charged === true && !s.steps['rework-r2']);
+    await run('assembly', 0, { video_job: r2.remoteJobId, cover_job: cover.remoteJobId });
+    const entry = await complete();
+    assert.equal(entry.total_cost_cents, 4200 + 300 + 1500 + 1500 + 800, 'history bills both rework rounds');
+    assert.deepEqual(
+      entry.remote_jobs.filter((j) => j.step === 'rework').map((j) => [j.round, j.remote_job_id]),
+      [
+        [1, r1.remoteJobId],
+        [2, r2.remoteJobId],
+      ],
+    );
+    assert.equal(vendor.billing().length, 5, 'nothing charged twice');
+    await assertLedgerIsBilling();
+  });
+
+  it('every round in the store, its chain of cuts whole: completion asks the vendor nothing', async () => {
+    const video = await run('video', 0, SPECS.video);
+    const cover = await run('cover', 0, SPECS.cover);
+    const r1 = await run('rework', 1, { notes: 'warmer', base_job: video.remoteJobId });
+    await run('assembly', 0, { video_job: r1.remoteJobId, cover_job: cover.remoteJobId });
+    const before = lookups();
+    const entry = await complete();
+    assert.equal(entry.total_cost_cents, 4200 + 300 + 1500 + 800);
+    assert.equal(lookups(), before, 'no lookup by key when the chain of cuts is whole');
     await assertLedgerIsBilling();
   });
 

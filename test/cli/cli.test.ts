@@ -3,13 +3,12 @@ import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { runCli } from '../helpers/processes';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { startTestVendor, testDeps } from '../helpers/deps';
-import { createTestEnv, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, createTestWorker, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { snapshotTree } from '../helpers/tree';
 
 describe('episodes CLI', function () {
@@ -128,7 +127,7 @@ describe('episodes CLI', function () {
       assert.equal(next.getUTCDay(), 1, 'Mondays');
       assert.equal(next.getUTCHours(), 9);
 
-      const worker = await Worker.create({
+      const worker = await createTestWorker({
         connection: env.nativeConnection,
         taskQueue,
         workflowBundle: await workflowBundle(),

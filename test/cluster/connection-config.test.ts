@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { loadConfig, loadDemoSettings } from '../../src/config';
-import { describeSettings, explainFailure, redactSecrets, tlsEnabled } from '../../src/temporal-connection';
+import { loadConfig, loadDemoSettings } from '../../src/process/config';
+import { describeSettings, explainFailure, redactSecrets, tlsEnabled } from '../../src/process/temporal-connection';
 
 describe('Temporal connection configuration', () => {
   let dir: string;
@@ -24,14 +24,18 @@ describe('Temporal connection configuration', () => {
     assert.equal(tlsEnabled(t), false);
   });
 
-  it('the demo finds the dev server where temporal-dev.sh puts it (TEMPORAL_DEV_IP / _PORT / _UI_PORT)', () => {
+  it('the demo finds the dev server where temporal-dev.sh puts it (EPISODES_DEV_SERVER_IP / _PORT / _UI_PORT)', () => {
     assert.deepEqual(loadDemoSettings({}).devServer, {
       address: '127.0.0.1:7233',
       uiUrl: 'http://127.0.0.1:8233',
     });
-    const moved = loadDemoSettings({ TEMPORAL_DEV_PORT: '17233', TEMPORAL_DEV_UI_PORT: '18233', TEMPORAL_DEV_IP: '' });
+    const moved = loadDemoSettings({
+      EPISODES_DEV_SERVER_PORT: '17233',
+      EPISODES_DEV_SERVER_UI_PORT: '18233',
+      EPISODES_DEV_SERVER_IP: '',
+    });
     assert.deepEqual(moved.devServer, { address: '127.0.0.1:17233', uiUrl: 'http://127.0.0.1:18233' });
-    assert.throws(() => loadDemoSettings({ TEMPORAL_DEV_PORT: 'seventy' }));
+    assert.throws(() => loadDemoSettings({ EPISODES_DEV_SERVER_PORT: 'seventy' }));
   });
 
   it('an API key alone turns TLS on (as the temporal CLI does); TEMPORAL_TLS=false turns it off', () => {

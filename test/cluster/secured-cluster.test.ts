@@ -47,9 +47,9 @@ describe('a secured Temporal cluster (nginx: TLS, client certificates, API key)'
     EPISODES_DATA_DIR: dataDir,
     EPISODES_STORE_URL: '',
     EPISODES_FAILPOINTS: '',
-    VENDOR_BASE_URL: vendor.url,
-    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-    VENDOR_API_KEY_FILE: '',
+    EPISODES_VENDOR_BASE_URL: vendor.url,
+    EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    EPISODES_VENDOR_API_KEY_FILE: '',
     ...temporal,
   });
 
@@ -75,6 +75,7 @@ describe('a secured Temporal cluster (nginx: TLS, client certificates, API key)'
     assert.match(setup.stdout, /search attribute EpisodeId: registered/);
     assert.match(setup.stdout, /search attribute WeekId: registered/);
     assert.match(setup.stdout, /schedule weekly-media: created/);
+    assert.match(setup.stdout, /deployment weekly-media: no worker has polled yet \(the first build becomes current/);
     const again = await cli('cluster', 'setup');
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /EpisodeId: already registered/);
@@ -98,7 +99,7 @@ describe('a secured Temporal cluster (nginx: TLS, client certificates, API key)'
       assert.equal(report.ok, true);
       assert.deepEqual(
         report.checks.map((c) => c.check),
-        ['server', 'namespace', 'search attributes', 'schedule', 'workers'],
+        ['server', 'namespace', 'search attributes', 'schedule', 'workers', 'deployment'],
       );
 
       const trigger = await cli('schedule', 'trigger');

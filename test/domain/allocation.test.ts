@@ -3,9 +3,8 @@ import fc from 'fast-check';
 import { decideAllocation, type StoredEpisodeRef } from '../../src/domain/allocation';
 import { parseAllocationKey, type AllocationKey } from '../../src/domain/allocation-key';
 import { formatEpisodeId } from '../../src/domain/episode-id';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId, type WeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
 
 const W32 = parseWeekId('2026-W32');
 const W33 = parseWeekId('2026-W33');

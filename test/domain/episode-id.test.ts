@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { formatEpisodeId, parseEpisodeId } from '../../src/domain/episode-id';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
 
 describe('episode ids and allocation keys', () => {
   it('round-trips episode ids', () => {

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { isoWeekOfDate, isoWeekOfInstant, isoWeeksInYear, parseInstant, parseWeekId } from '../../src/domain/week-id';
-import { isPipelineError } from '../../src/domain/errors';
-import { ErrorType } from '../../src/shared';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 
 const invalid = (e: unknown) => isPipelineError(e, ErrorType.InvalidInput);
 

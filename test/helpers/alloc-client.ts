@@ -1,11 +1,12 @@
 /**
  * A separate OS process that allocates through the same code path as the activity (`allocateEpisodeOn`).
- * Usage: node alloc-client.js <startAtEpochMs> '<json [{key, week}]>'; prints one JSON array of outcomes.
- * The store comes from the environment (EPISODES_DATA_DIR or EPISODES_STORE_URL), as for the worker.
+ * Usage: node alloc-client.js <startAtEpochMs> '<json [{key, week}]>' [unsafe variant]; prints one JSON array of
+ * outcomes. The store comes from the environment (EPISODES_DATA_DIR or EPISODES_STORE_URL), as for the worker; the
+ * optional third argument takes one of its protections away (unsafe-stores.ts), for the proofs.
  */
 import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { isPipelineError } from '../../src/domain/errors';
-import { openStore } from '../../src/store/open-store';
+import { openUnsafeStore, unsafeVariantSchema } from './unsafe-stores';
 import { sleep } from './wait';
 
 export type AllocOutcome =
@@ -14,7 +15,7 @@ export type AllocOutcome =
 async function main(): Promise<void> {
   const startAt = Number(process.argv[2]);
   const requests = JSON.parse(process.argv[3] ?? '[]') as { key: string; week: string }[];
-  const store = openStore();
+  const store = openUnsafeStore(unsafeVariantSchema.optional().parse(process.argv[4]));
   await sleep(Math.max(0, startAt - Date.now()));
   const outcomes: AllocOutcome[] = [];
   for (const { key, week } of requests) {

@@ -77,14 +77,53 @@ export class PostgresFaultServer {
     readonly url: string,
   ) {}
 
-  static async start(name: string): Promise<PostgresFaultServer> {
+  /** `archiveDir`: WAL is archived there too, for `pitr` (scripts/postgres-test-server.sh). */
+  static async start(name: string, options: { archiveDir?: string } = {}): Promise<PostgresFaultServer> {
+    return PostgresFaultServer.create(
+      name,
+      ['start'],
+      options.archiveDir ? { PGTEST_ARCHIVE_DIR: options.archiveDir } : {},
+    );
+  }
+
+  /** A streaming (asynchronous) standby of `primary`, from a fresh base backup, on its own port. */
+  static standbyOf(primary: PostgresFaultServer, name: string): Promise<PostgresFaultServer> {
+    return PostgresFaultServer.create(name, ['standby'], { PGTEST_PRIMARY_DIR: primary.dir });
+  }
+
+  /**
+   * A new server from the base backup in `backupDir`, its archived WAL (in `archiveDir`) replayed up to `lsn`, then
+   * promoted: point-in-time recovery. `from` is the server the backup was taken of (its password is reused).
+   */
+  static pitr(
+    from: PostgresFaultServer,
+    name: string,
+    recovery: { backupDir: string; lsn: string; archiveDir: string },
+  ): Promise<PostgresFaultServer> {
+    return PostgresFaultServer.create(name, ['pitr', recovery.backupDir, recovery.lsn], {
+      PGTEST_FROM_DIR: from.dir,
+      PGTEST_ARCHIVE_DIR: recovery.archiveDir,
+    });
+  }
+
+  private static async create(name: string, args: string[], env: NodeJS.ProcessEnv): Promise<PostgresFaultServer> {
     const dir = path.join(STATE_ROOT, `faults-${process.pid}-${name}`);
     faultServerDirs.add(dir);
-    const { stdout } = await execFileAsync('bash', [SCRIPT, 'start'], {
-      env: { ...process.env, PGTEST_DIR: dir },
+    const { stdout } = await execFileAsync('bash', [SCRIPT, ...args], {
+      env: { ...process.env, ...env, PGTEST_DIR: dir },
       timeout: 600_000,
     });
-    return new PostgresFaultServer(dir, stdout.trim());
+    return new PostgresFaultServer(dir, stdout.trim().split('\n').at(-1)!);
+  }
+
+  /** Ends recovery: a standby becomes a primary that accepts writes. */
+  async promote(): Promise<void> {
+    await this.script('promote');
+  }
+
+  /** A base backup of the whole server into `dir` (which must not exist yet). */
+  async baseBackup(dir: string): Promise<void> {
+    await this.script('basebackup', dir);
   }
 
   private async script(...args: string[]): Promise<string> {

@@ -50,3 +50,22 @@ export function collect(child: ChildProcess): Promise<ProcessResult> {
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
   return runNode('src/cli.js', args, env);
 }
+
+/**
+ * Stops `child` (SIGSTOP) as soon as it announces the delay of failpoint `point` on stderr (src/failpoints.ts): the
+ * process is then frozen at that moment, timers and heartbeats included, until it gets SIGCONT.
+ */
+export function freezeAtFailpoint(child: ChildProcess, point: string): Promise<void> {
+  let seen = '';
+  return new Promise((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      seen += d.toString();
+      if (!seen.includes(`failpoint ${point}: delay`)) return;
+      child.kill('SIGSTOP');
+      child.stderr?.off('data', onData);
+      resolve();
+    };
+    child.stderr?.on('data', onData);
+    child.once('exit', (code, signal) => reject(new Error(`exited (${code ?? signal}) before ${point}: ${seen}`)));
+  });
+}

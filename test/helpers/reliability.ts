@@ -22,6 +22,7 @@ import { WORKFLOW_TEST_API_KEY } from './deps';
 import { recordDocTablePart } from './doc-tables';
 import { freshDatabase, withDatabase } from './postgres';
 import { DIST_ROOT, runCli } from './processes';
+import type { UnsafeVariant } from './unsafe-stores';
 
 import { sleep, until } from './wait';
 
@@ -84,7 +85,9 @@ export interface WorkerProcessOptions {
   failpoints?: string;
   /** EPISODES_LOCK_STALE_MS: how soon a SIGKILLed holder's lock is taken over (default 10 s). */
   lockStaleMs?: number;
-  /** Anything else, e.g. the test-only switch that disables the lock, to show a test fails without it. */
+  /** Test-only: the worker runs on a store without this protection (unsafe-worker.ts), to show a test fails then. */
+  unsafe?: UnsafeVariant;
+  /** Any other setting, e.g. EPISODES_BUILD_ID. */
   extraEnv?: NodeJS.ProcessEnv;
 }
 
@@ -111,14 +114,15 @@ export function startWorkerProcess(name: string, o: WorkerProcessOptions): Worke
     TEMPORAL_NAMESPACE: 'default',
     EPISODES_TASK_QUEUE: o.taskQueue,
     EPISODES_DATA_DIR: o.dataDir,
-    VENDOR_BASE_URL: o.vendorUrl,
-    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    EPISODES_VENDOR_BASE_URL: o.vendorUrl,
+    EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
     ...(o.failpoints ? { EPISODES_FAILPOINTS: o.failpoints } : {}),
     ...(o.lockStaleMs ? { EPISODES_LOCK_STALE_MS: String(o.lockStaleMs) } : {}),
     ...(o.store?.kind === 'postgres' ? targetEnv(o.store) : {}),
     ...o.extraEnv,
   });
-  const child = spawn(process.execPath, [path.join(DIST_ROOT, 'src', 'worker.js')], {
+  const entry = o.unsafe ? ['test/helpers/unsafe-worker.js', o.unsafe] : ['src/worker.js'];
+  const child = spawn(process.execPath, [path.join(DIST_ROOT, entry[0]!), ...entry.slice(1)], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

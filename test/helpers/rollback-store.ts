@@ -5,7 +5,7 @@
 import type { EpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState, HistoryEntry } from '../../src/domain/episode-state';
 import type { WeekId } from '../../src/domain/week-id';
-import type { AllocationRequest, AllocationResult, EpisodeStore } from '../../src/store/episode-store';
+import type { AllocationClaim, AllocationRequest, AllocationResult, EpisodeStore } from '../../src/store/episode-store';
 
 export class RollbackStore implements EpisodeStore {
   /** Every state written through this store, oldest first. */
@@ -33,6 +33,9 @@ export class RollbackStore implements EpisodeStore {
 
   allocate(request: AllocationRequest): Promise<AllocationResult> {
     return this.inner.allocate(request);
+  }
+  reassertAllocation(claim: AllocationClaim): Promise<AllocationResult> {
+    return this.inner.reassertAllocation(claim);
   }
   getEpisode(id: EpisodeId): Promise<EpisodeState | undefined> {
     return this.inner.getEpisode(id);

@@ -7,12 +7,12 @@ import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState, HistoryEntry } from '../../src/domain/episode-state';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
 import type { EpisodeStore } from '../../src/store/episode-store';
 import type { AllocOutcome } from './alloc-client';
 import { runNode } from './processes';
+import type { UnsafeVariant } from './unsafe-stores';
 
 export interface StoreUnderTest {
   store: EpisodeStore;
@@ -22,7 +22,7 @@ export interface StoreUnderTest {
 }
 
 export interface ContractOptions {
-  /** Whether EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS=1 removes this store's only protection against races. */
+  /** Whether the store without its pipeline lock (unsafe-stores.ts, `no-lock`) has no other protection against races. */
   lockSwitchBreaksIt: boolean;
 }
 
@@ -170,6 +170,53 @@ export function describeStoreContract(
       assert.equal((await t.store.listEpisodes()).length, 0);
     });
 
+    describe('re-asserting an allocation the store forgot (a restore, a failover)', () => {
+      const claim = (key: string, id: string) => ({
+        allocationKey: parseAllocationKey(key),
+        episodeId: parseEpisodeId(id).episodeId,
+        allocatedBy: { kind: 'workflow', workflow_id: key, run_id: 'r1', namespace: 'default' } as const,
+        createdAt: '2026-08-03T09:00:00.000Z',
+      });
+      const listed = async () => (await t.store.listEpisodes()).map((e) => `${e.episode_id} ${e.allocation_key}`);
+
+      it('writes a free id back with its key and its record; again, and the key allocating, get it back', async () => {
+        await alloc('run-a', W32);
+        const back = await t.store.reassertAllocation(claim('run-b', '2026-W32-1'));
+        assert.deepEqual(back, { episodeId: '2026-W32-1', weekId: W32, sequence: 1, created: true });
+        assert.equal((await t.store.reassertAllocation(claim('run-b', '2026-W32-1'))).created, false);
+        assert.deepEqual({ ...(await alloc('run-b', W32)), created: true }, back);
+        const state = await t.store.requireEpisode(parseEpisodeId('2026-W32-1').episodeId);
+        assert.deepEqual(
+          [state.allocation_key, state.created_at, state.allocated_by],
+          ['run-b', '2026-08-03T09:00:00.000Z', claim('run-b', '2026-W32-1').allocatedBy],
+        );
+        assert.equal((await alloc('run-c', W32)).episodeId, '2026-W32-2');
+      });
+
+      it("above the week's next sequence: the ids between stay free for their own runs, never for a new one", async () => {
+        await alloc('run-a', W32);
+        await t.store.reassertAllocation(claim('run-c', '2026-W32-2'));
+        assert.equal((await alloc('run-d', W32)).episodeId, '2026-W32-3', 'a new run never gets a forgotten id');
+        await t.store.reassertAllocation(claim('run-b', '2026-W32-1'));
+        assert.deepEqual(await listed(), [
+          '2026-W32-0 run-a',
+          '2026-W32-1 run-b',
+          '2026-W32-2 run-c',
+          '2026-W32-3 run-d',
+        ]);
+      });
+
+      it('refuses (AllocationConflict, nothing written) an id another key took meanwhile, or a key that holds another', async () => {
+        await alloc('run-a', W32);
+        await alloc('intruder', W32); // took 2026-W32-1, which the store had given run-b before it forgot
+        const before = JSON.stringify(await t.store.listEpisodes());
+        const conflict = (e: unknown) => isPipelineError(e, ErrorType.AllocationConflict) && !e.retryable;
+        await assert.rejects(t.store.reassertAllocation(claim('run-b', '2026-W32-1')), conflict);
+        await assert.rejects(t.store.reassertAllocation(claim('run-a', '2026-W32-2')), conflict);
+        assert.equal(JSON.stringify(await t.store.listEpisodes()), before);
+      });
+    });
+
     describe('concurrency across OS processes', function () {
       this.timeout(120_000);
       // 4 processes x 6 requests: 12 distinct keys, each asked twice by two different processes.
@@ -182,15 +229,18 @@ export function describeStoreContract(
         return procs;
       };
 
-      async function race(extraEnv: NodeJS.ProcessEnv): Promise<string[]> {
+      async function race(unsafe?: UnsafeVariant): Promise<string[]> {
         const startAt = Date.now() + 1500;
         const runs = plan().map((requests) =>
-          runNode('test/helpers/alloc-client.js', [String(startAt), JSON.stringify(requests)], {
-            ...t.childEnv,
-            // Widen the read-decide-write window so that a missing lock shows reliably.
-            EPISODES_FAILPOINTS: 'allocation.decided=delay:40',
-            ...extraEnv,
-          }),
+          runNode(
+            'test/helpers/alloc-client.js',
+            [String(startAt), JSON.stringify(requests), ...(unsafe ? [unsafe] : [])],
+            {
+              ...t.childEnv,
+              // Widen the read-decide-write window so that a missing lock shows reliably.
+              EPISODES_FAILPOINTS: 'allocation.decided=delay:40',
+            },
+          ),
         );
         const outcomes = (await Promise.all(runs)).flatMap((r) => {
           assert.equal(r.code, 0, r.stderr);
@@ -200,12 +250,12 @@ export function describeStoreContract(
       }
 
       it('serialises 24 allocations from 4 processes: sequences exactly 0..11, repeats get their first answer', async () => {
-        assert.deepEqual(await race({}), []);
+        assert.deepEqual(await race(), []);
       });
 
       if (options.lockSwitchBreaksIt) {
         it('breaks without the pipeline lock (shows the test above can fail)', async () => {
-          const violations = await race({ EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: '1' });
+          const violations = await race('no-lock');
           assert.ok(violations.length > 0, 'expected a duplicate or lost allocation without the lock');
         });
       }

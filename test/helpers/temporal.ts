@@ -4,9 +4,17 @@
  */
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/shared';
+import {
+  bundleWorkflowCode,
+  type WorkflowBundleWithSourceMap,
+  type NativeConnection,
+  type Worker,
+  type WorkerOptions,
+} from '@temporalio/worker';
+import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/domain/names';
+import { createVersionedWorker, versionOfCode } from '../../src/process/worker-deployment';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -28,13 +36,14 @@ export function temporalCliPath(): string {
  */
 export const DEV_SERVER_EXTRA_ARGS = ['--dynamic-config-value', 'history.transferProcessorMaxPollRPS=1000'];
 
-export async function createTestEnv(): Promise<TestWorkflowEnvironment> {
+/** `extraArgs`: more dev-server flags (e.g. `--dynamic-config-value` settings of one test file). */
+export async function createTestEnv(extraArgs: readonly string[] = []): Promise<TestWorkflowEnvironment> {
   return TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: temporalCliPath() },
       ip: '127.0.0.1',
       searchAttributes: [EpisodeIdSearchAttribute, WeekIdSearchAttribute],
-      extraArgs: DEV_SERVER_EXTRA_ARGS,
+      extraArgs: [...DEV_SERVER_EXTRA_ARGS, ...extraArgs],
     },
   });
 }
@@ -65,4 +74,20 @@ export function bundleWorkflows(workflowsPath: string): Promise<WorkflowBundleWi
 let queueCounter = 0;
 export function uniqueTaskQueue(prefix = 'test'): string {
   return `${prefix}-${process.pid}-${Date.now()}-${queueCounter++}`;
+}
+
+/**
+ * Worker.create for tests, as the real worker runs: a version of the `weekly-media` deployment whose build id comes
+ * from the bundle's code (the same as `node dist/src/worker.js` on the pre-built bundle), the first build current by
+ * itself. The server refuses our workflows' versioning declarations from an unversioned worker.
+ */
+export function createTestWorker(
+  options: Omit<WorkerOptions, 'workflowBundle'> & {
+    connection: NativeConnection;
+    workflowBundle: WorkflowBundleWithSourceMap;
+  },
+  version: Partial<WorkerDeploymentVersion> = {},
+): Promise<Worker> {
+  const ofCode = versionOfCode(options.workflowBundle.code);
+  return createVersionedWorker(options, { ...ofCode, ...version }, () => undefined);
 }

@@ -21,6 +21,7 @@ export type Answer = number | 'hang';
 
 export interface WebhookReceiver {
   url: string;
+  port: number;
   received: ReceivedNotice[];
   /** Every notice received for this episode, in order. */
   of(episodeId: string): ReceivedNotice[];
@@ -29,7 +30,11 @@ export interface WebhookReceiver {
 
 const MAX_BODY = 64 * 1024;
 
-export async function startWebhookReceiver(answer: (body: Record<string, unknown>) => Answer = () => 200) {
+/** `port` 0 (default) picks a free one; a receiver restarted after an outage passes its old port. */
+export async function startWebhookReceiver(
+  answer: (body: Record<string, unknown>) => Answer = () => 200,
+  { port: wanted = 0, onReceive }: { port?: number; onReceive?: (notice: ReceivedNotice) => void } = {},
+) {
   const received: ReceivedNotice[] = [];
   const held = new Set<http.ServerResponse>();
   const server = http.createServer((req, res) => {
@@ -53,6 +58,7 @@ export async function startWebhookReceiver(answer: (body: Record<string, unknown
         answered: undefined,
       };
       received.push(notice);
+      onReceive?.(notice);
       const a = answer(body);
       if (a === 'hang') {
         held.add(res);
@@ -62,10 +68,14 @@ export async function startWebhookReceiver(answer: (body: Record<string, unknown
       res.writeHead(a, { 'content-type': 'text/plain' }).end(a === 200 ? 'ok' : 'no');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(wanted, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/hooks/${WEBHOOK_SECRET}`,
+    port,
     received,
     of: (episodeId: string) => received.filter((r) => r.body.episode_id === episodeId),
     async close() {

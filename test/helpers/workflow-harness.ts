@@ -12,7 +12,7 @@ import type { EpisodeStore } from '../../src/store/episode-store';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator, VendorSimulatorOptions } from '../../src/vendor-sim/simulator';
 import { WORKFLOW_TEST_API_KEY, spyingCredentials, startTestVendor, testDeps, type SpyingCredentials } from './deps';
-import { createTestEnv, uniqueTaskQueue, workflowBundle } from './temporal';
+import { createTestEnv, createTestWorker, uniqueTaskQueue, workflowBundle } from './temporal';
 
 export interface WorkerSetup {
   env: TestWorkflowEnvironment;
@@ -21,6 +21,8 @@ export interface WorkerSetup {
   vendor: VendorSimulator;
   creds?: SpyingCredentials;
   bundle?: WorkflowBundleWithSourceMap;
+  /** An unversioned worker, as code from before worker versioning ran (the upgrade test's old commit). */
+  unversioned?: boolean;
 }
 
 /** Runs `fn` while a worker with real activities (and the current workflows, unless another bundle is given) polls. */
@@ -29,12 +31,13 @@ export async function runWithWorker<T>(
   fn: () => Promise<T>,
   extra: Partial<ActivityDeps> = {},
 ): Promise<T> {
-  const worker = await Worker.create({
+  const options = {
     connection: setup.env.nativeConnection,
     taskQueue: setup.taskQueue,
     workflowBundle: setup.bundle ?? (await workflowBundle()),
     activities: createActivities(testDeps(setup.store, setup.vendor, setup.creds, extra)),
-  });
+  };
+  const worker = setup.unversioned ? await Worker.create(options) : await createTestWorker(options);
   return worker.runUntil(fn);
 }
 
@@ -43,9 +46,9 @@ export function operatorEnv(o: { dir: string; vendorUrl: string; address: string
   return {
     EPISODES_DATA_DIR: o.dir,
     EPISODES_STORE_URL: '',
-    VENDOR_BASE_URL: o.vendorUrl,
-    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-    VENDOR_API_KEY_FILE: '',
+    EPISODES_VENDOR_BASE_URL: o.vendorUrl,
+    EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    EPISODES_VENDOR_API_KEY_FILE: '',
     TEMPORAL_ADDRESS: o.address,
     EPISODES_TASK_QUEUE: o.taskQueue,
   };

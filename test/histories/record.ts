@@ -11,13 +11,15 @@ import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseWeekId } from '../../src/domain/week-id';
 import {
   TASK_QUEUE,
+  decisionUpdateId,
+  deskDecisionUpdateId,
   paidStepWorkflowId,
   productionWorkflowId,
   reassemblyWorkflowId,
@@ -36,7 +38,7 @@ import {
 import { WORKFLOW_TEST_API_KEY, startTestVendor, testDeps } from '../helpers/deps';
 import { runCli } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
-import { REPO_ROOT, createTestEnv, temporalCliPath, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, createTestWorker, REPO_ROOT, temporalCliPath, workflowBundle } from '../helpers/temporal';
 import { until } from '../helpers/wait';
 import { startWebhookReceiver } from '../helpers/webhook-receiver';
 
@@ -89,9 +91,9 @@ async function main(): Promise<void> {
   const operatorEnv = (vendorUrl: string) => ({
     EPISODES_DATA_DIR: dir,
     EPISODES_STORE_URL: '',
-    VENDOR_BASE_URL: vendorUrl,
-    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-    VENDOR_API_KEY_FILE: '',
+    EPISODES_VENDOR_BASE_URL: vendorUrl,
+    EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    EPISODES_VENDOR_API_KEY_FILE: '',
     TEMPORAL_ADDRESS: env.address,
     EPISODES_TASK_QUEUE: queueFor(vendorUrl),
   });
@@ -101,7 +103,7 @@ async function main(): Promise<void> {
     const bundle = await workflowBundle();
     const workers = await Promise.all(
       [vendor, lossyVendor].map((v: VendorSimulator) =>
-        Worker.create({
+        createTestWorker({
           connection: env.nativeConnection,
           taskQueue: queueFor(v.url),
           workflowBundle: bundle,
@@ -266,6 +268,27 @@ async function main(): Promise<void> {
       await unheard.executeUpdate(approveUpdate, { args: [{ by: 'editor' }] });
       await unheard.result();
       await save('notice-cancelled', unheard.workflowId);
+
+      // Decision signals checked like updates (one with an empty name dropped), and each channel recorded: a rework
+      // under the desk's update ID, an approval under the CLI's.
+      const channelsId = await allocate('rec-channels', '2026-W39');
+      const channels = await startProduction(client, channelsId);
+      await awaitingApproval(channels);
+      await channels.signal(approveSignal, { by: '', round: 0 });
+      await until('the empty-name signal dropped', async () =>
+        (await channels.query(statusQuery)).droppedDecisions?.length ? true : undefined,
+      );
+      await channels.executeUpdate(requestReworkUpdate, {
+        args: [{ notes: 'tighter cut', by: 'editor', round: 0 }],
+        updateId: deskDecisionUpdateId(channelsId, 0, 'rework', 'editor'),
+      });
+      await awaitingApproval(channels, 1);
+      await channels.executeUpdate(approveUpdate, {
+        args: [{ by: 'editor', round: 1 }],
+        updateId: decisionUpdateId(channelsId, 1, 'approve', 'editor'),
+      });
+      await channels.result();
+      await save('decisions-by-channel', channels.workflowId);
     });
     const manifest = { recordedOnCommit: commit, recordedAt: new Date().toISOString(), histories: recorded };
     await fs.writeFile(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);

@@ -9,12 +9,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
-import { isPipelineError } from '../../src/domain/errors';
-import { ErrorType } from '../../src/shared';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
-import type { LockGuard } from '../../src/store/pipeline-lock';
 import { snapshotTree } from '../helpers/tree';
 import { assertAllocationInvariants, assertOnlyWholeStoreFiles } from '../security/store-files';
+import { UnlockedFileStore } from '../helpers/unsafe-stores';
 import { sleep } from '../helpers/wait';
 
 const WEEKS = ['2026-W32', '2026-W33'];
@@ -36,15 +35,6 @@ const request = fc.record({
 });
 /** 2..4 callers with up to 8 requests each. */
 const callers = fc.array(fc.array(request, { minLength: 1, maxLength: 8 }), { minLength: 2, maxLength: 4 });
-
-/** Test-only: the same store without its lock, to show that the property below can fail. */
-function withoutLock(store: FileEpisodeStore): FileEpisodeStore {
-  const none = {
-    withLock: <T>(critical: (guard: LockGuard) => Promise<T>) => critical({ assertHeld: () => undefined }),
-  };
-  Object.defineProperty(store, 'lock', { value: none });
-  return store;
-}
 
 async function runInterleaving(plan: Request[][], makeStore: (dir: string) => FileEpisodeStore): Promise<void> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'interleave-'));
@@ -131,7 +121,7 @@ describe('hostile input: random interleavings of allocation requests on the real
       },
     );
     const result = await fc.check(
-      fc.asyncProperty(contended, (plan) => runInterleaving(plan, (dir) => withoutLock(new FileEpisodeStore(dir)))),
+      fc.asyncProperty(contended, (plan) => runInterleaving(plan, (dir) => new UnlockedFileStore(dir))),
       { numRuns: 30, endOnFailure: true },
     );
     assert.equal(result.failed, true, 'no violation found without the lock');

@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { main } from '../../src/cli';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { CLI, snapshotTree } from '../helpers/legacy-harness';
 import { collect } from '../helpers/processes';
 import { assertAllocationInvariants, assertOnlyWholeStoreFiles } from '../security/store-files';
@@ -56,7 +56,13 @@ async function runInProcess(argv: string[]): Promise<Outcome> {
 async function runBinary(argv: string[], cwd: string): Promise<Outcome> {
   const child = spawn(process.execPath, [CLI, ...argv], {
     cwd,
-    env: { ...process.env, EPISODES_FAILPOINTS: '', EPISODES_STORE_URL: '', EPISODES_DATA_DIR: '', VENDOR_API_KEY: '' },
+    env: {
+      ...process.env,
+      EPISODES_FAILPOINTS: '',
+      EPISODES_STORE_URL: '',
+      EPISODES_DATA_DIR: '',
+      EPISODES_VENDOR_API_KEY: '',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const r = await collect(child);

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { decideAllocation, type StoredEpisodeRef } from '../../src/domain/allocation';
 import { MAX_ALLOCATION_KEY_LENGTH, parseAllocationKey } from '../../src/domain/allocation-key';
 import { formatEpisodeId, MAX_SEQUENCE, parseEpisodeId, type EpisodeId } from '../../src/domain/episode-id';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import {
   formatWeekId,
   isoWeekOfDate,
@@ -18,7 +18,6 @@ import {
   parseTimeZone,
   parseWeekId,
 } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { hostileString } from './arbitraries';
 

@@ -20,7 +20,7 @@ import {
 } from '../../src/vendor-api/api';
 import type { VendorClient } from '../../src/vendor-api/client';
 import { isVendorError } from '../../src/vendor-api/vendor-error';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { TEST_API_KEY, clientFor, useHostileServers, videoRequest } from '../helpers/vendor';
 
 const money = { amount_cents: 4200, currency: 'USD' };

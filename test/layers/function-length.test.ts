@@ -1,5 +1,5 @@
 /**
- * STYLE.md "Functions" (about 80 lines at most) is a lint rule for src/ (eslint.config.mjs): a longer function fails
+ * CONTRIBUTING.md "Functions" (about 80 lines at most) is a lint rule for src/ (eslint.config.mjs): a longer function fails
  * `npm run lint` unless an eslint-disable comment says why. Tests and benchmarks are not held to it.
  */
 import assert from 'node:assert/strict';

@@ -169,18 +169,6 @@ describe('episodes migrate-legacy: week-v1 → versioned ids', () => {
     assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
   });
 
-  it('the old name `migrate` still runs the same command, with one deprecation line on stderr', async () => {
-    const dry = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate', '--dry-run']);
-    assert.equal(dry.code, 0, dry.stderr);
-    assert.equal(dry.json.status, 'dry-run');
-    const lines = dry.stderr.split('\n').filter((l) => l.trim() !== '');
-    assert.equal(lines.length, 1, dry.stderr);
-    assert.match(lines[0]!, /deprecated.*migrate-legacy/);
-    const run = await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate']);
-    assert.equal(run.code, 0, run.stderr);
-    assert.equal(run.json.status, 'migrated');
-  });
-
   it('after migration, plan --key K --week 2026-W31 allocates 2026-W31-1', async () => {
     assert.equal((await runCliJson<MigrationReport>(['--data-dir', given.dataDir, 'migrate-legacy'])).code, 0);
     const plan = await runCliJson<{ episode_id: string; created: boolean }>([

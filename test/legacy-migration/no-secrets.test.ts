@@ -45,7 +45,12 @@ describe('episodes migrate-legacy and verify: no vendor request, no credentials 
     const report = path.join(workDir, `trap-${run++}.json`);
     return {
       report,
-      env: { VENDOR_BASE_URL: vendorUrl, VENDOR_API_KEY_FILE: keyFile, TRAP_SECRET_FILE: keyFile, TRAP_REPORT: report },
+      env: {
+        EPISODES_VENDOR_BASE_URL: vendorUrl,
+        EPISODES_VENDOR_API_KEY_FILE: keyFile,
+        TRAP_SECRET_FILE: keyFile,
+        TRAP_REPORT: report,
+      },
     };
   };
 
@@ -53,8 +58,8 @@ describe('episodes migrate-legacy and verify: no vendor request, no credentials 
     const { report, env } = trapEnv();
     const before = { requests, connections };
     const script =
-      "require('node:fs').readFileSync(process.env.VENDOR_API_KEY_FILE);" +
-      'fetch(process.env.VENDOR_BASE_URL).then((r) => r.text());';
+      "require('node:fs').readFileSync(process.env.EPISODES_VENDOR_API_KEY_FILE);" +
+      'fetch(process.env.EPISODES_VENDOR_BASE_URL).then((r) => r.text());';
     const child = spawn(process.execPath, ['--require', PRELOAD, '-e', script], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { applyMigration } from '../../src/legacy-migration/apply';
 import type { MigrationReport } from '../../src/legacy-migration/migrate';
+import { planMigration } from '../../src/legacy-migration/plan';
+import { FileEpisodeStore } from '../../src/store/file-store';
 import { ProblemCode, type Problem } from '../../src/domain/problem';
 import type { VerifyReport } from '../../src/verify/verify-store';
 import type { LegacyFixture } from '../helpers/legacy-fixture';
@@ -94,13 +97,15 @@ describe('episodes migrate-legacy: pre-flight refusals change nothing; verify re
     });
   }
 
-  it('the untouched-tree check catches a migration that ignores its pre-flight (test-only switch)', async () => {
+  it('the untouched-tree check catches a migration that ignores its pre-flight (test-only: plan applied anyway)', async () => {
     await DAMAGES[0]!.apply(given.dataDir, given.fixture);
     const before = await snapshotTree(given.dataDir, { mtimes: true });
-    // Without the pre-flight the sound week is migrated before anything notices the tampered one.
-    await runCli(['--data-dir', given.dataDir, 'migrate-legacy'], {
-      env: { EPISODES_UNSAFE_IGNORE_MIGRATION_PREFLIGHT_FOR_TESTS: '1' },
-    });
+    // Without the pre-flight the sound week is migrated before anything notices the tampered one: what
+    // migrateLegacyStore does, minus its refusal.
+    const store = new FileEpisodeStore(given.dataDir);
+    const planned = await planMigration(store, () => new Date());
+    assert.ok(planned.kind === 'planned' && planned.problems.length > 0, 'the damage is found');
+    await store.lock.withLock((guard) => applyMigration(store, planned.plan, guard)).catch(() => undefined);
     assert.notDeepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
   });
 });

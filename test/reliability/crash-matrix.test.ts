@@ -12,12 +12,11 @@ import { promises as fs, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { weeklyEpisodeWorkflow } from '../../src/workflows';
 import { startTestVendor, testDeps } from '../helpers/deps';
-import { REPO_ROOT, createTestEnv, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, createTestWorker, REPO_ROOT, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import {
   approveProductions,
   assertInvariants,
@@ -221,7 +220,7 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
     // A fresh worker, with a short lock staleness so that a lock held by the dead process is taken over quickly (on
     // PostgreSQL the dead process's sessions end with it, and so do their transactions and the advisory lock).
     const store = openTarget(target, { lockTimeoutMs: 30_000, staleMs: 2_000 });
-    const worker = await Worker.create({
+    const worker = await createTestWorker({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await workflowBundle(),

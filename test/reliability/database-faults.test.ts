@@ -305,10 +305,7 @@ describe('database faults: 3 worker processes on one PostgreSQL, the server faul
             store: target,
             vendorUrl: vendor.url,
             failpoints: scenario.failpoints,
-            extraEnv: {
-              ...(WITHOUT_LOCK ? { EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: '1' } : {}),
-              ...(SPLIT_TX ? { EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS: '1' } : {}),
-            },
+            unsafe: WITHOUT_LOCK ? 'no-lock' : SPLIT_TX ? 'split-allocation' : undefined,
           });
           workers.push(w);
           cleanups.push(() => w.stop());

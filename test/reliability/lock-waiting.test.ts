@@ -17,7 +17,8 @@ import { collect, runNode, spawnNode } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
 
 const PROOF = z.enum(['', 'stale-only']).parse(process.env.LOCK_PROOF ?? '');
-const proofEnv = PROOF ? { EPISODES_UNSAFE_LOCK_FOR_TESTS: PROOF } : {};
+/** The stale-only proof: a store that never takes over on the kernel's word (test/helpers/unsafe-stores.ts). */
+const unsafe = PROOF ? ('stale-only-lock' as const) : undefined;
 
 const PROCESSES = 4;
 const PER_PROCESS = 25;
@@ -52,7 +53,8 @@ describe('waiting for the lock between processes', function () {
       warmup: 0,
       prefix: 'fair',
       // A hold long enough that every process is waiting at each handoff, on any machine.
-      env: { EPISODES_FAILPOINTS: 'allocation.decided=delay:3', ...proofEnv },
+      env: { EPISODES_FAILPOINTS: 'allocation.decided=delay:3' },
+      unsafe,
       timeoutMs: 100_000,
     });
     const sequences = reports.flatMap((r) => r.outcomes.map((o) => ('episodeId' in o ? o.episodeId : o.error)));
@@ -71,12 +73,12 @@ describe('waiting for the lock between processes', function () {
       // Stale only after a minute, and waiters give up after 20 s: only noticing the death lets them in.
       EPISODES_LOCK_STALE_MS: '60000',
       EPISODES_LOCK_TIMEOUT_MS: '20000',
-      ...proofEnv,
     };
+    const variant = unsafe ? [unsafe] : [];
     // The holder takes the lock, gives the waiters 4 s to start and queue behind it, then dies before it decides anything.
     const holder = spawnNode(
       'test/helpers/alloc-client.js',
-      ['0', JSON.stringify([{ key: 'doomed', week: '2026-W32' }])],
+      ['0', JSON.stringify([{ key: 'doomed', week: '2026-W32' }]), ...variant],
       {
         ...env,
         EPISODES_FAILPOINTS: 'allocation.lock-taken=delay:4000,allocation.decided=kill',
@@ -85,7 +87,11 @@ describe('waiting for the lock between processes', function () {
     const held = collect(holder);
     await waitFor(() => existsSync(path.join(dir, 'pipeline.lock')), 10_000, 'the holder to take the lock');
     const waiters = Array.from({ length: 3 }, (_, i) =>
-      runNode('test/helpers/alloc-client.js', ['0', JSON.stringify([{ key: `w${i}`, week: '2026-W32' }])], env),
+      runNode(
+        'test/helpers/alloc-client.js',
+        ['0', JSON.stringify([{ key: `w${i}`, week: '2026-W32' }]), ...variant],
+        env,
+      ),
     );
     const died = await held;
     assert.equal(died.signal, 'SIGKILL', died.stderr);

@@ -5,18 +5,14 @@
  * finish with the invariants holding.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs, mkdtempSync } from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/shared';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { weeklyEpisodeWorkflow } from '../../src/workflows';
 import { startTestVendor } from '../helpers/deps';
-import { temporalCliPath } from '../helpers/temporal';
+import { DevServer } from '../helpers/dev-server';
 import {
   approveProductions,
   assertInvariants,
@@ -28,80 +24,10 @@ import {
   type WorkerProcess,
 } from '../helpers/reliability';
 
-const execFileAsync = promisify(execFile);
 const RUNS = [
   ...['a', 'b', 'c'].map((k) => ({ key: `restart-${k}`, week: '2027-W40' })),
   ...['d', 'e', 'f'].map((k) => ({ key: `restart-${k}`, week: '2027-W41' })),
 ];
-
-/** A dev server on a fixed port and database file, so that it can be stopped and started again as the same server. */
-class DevServer {
-  private child: ChildProcess | undefined;
-  private log = '';
-  readonly address: string;
-
-  constructor(
-    readonly dbFile: string,
-    readonly port: number,
-  ) {
-    this.address = `127.0.0.1:${port}`;
-  }
-
-  async start(): Promise<void> {
-    const child = spawn(
-      temporalCliPath(),
-      [
-        'server',
-        'start-dev',
-        ...['--db-filename', this.dbFile, '--port', String(this.port), '--ip', '127.0.0.1', '--headless'],
-        ...['--log-level', 'error'],
-        ...[EpisodeIdSearchAttribute, WeekIdSearchAttribute].flatMap((a) => [
-          '--search-attribute',
-          `${a.name}=Keyword`,
-        ]),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    this.child = child;
-    child.stdout?.on('data', (d: Buffer) => (this.log += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
-    await until(
-      `dev server on ${this.address}`,
-      async () => {
-        if (child.exitCode !== null) throw new Error(`dev server exited ${child.exitCode}:\n${this.log}`);
-        await execFileAsync(temporalCliPath(), ['operator', 'cluster', 'health', '--address', this.address]);
-        return true;
-      },
-      120_000,
-    );
-  }
-
-  /** SIGTERM, as an operator stops it; SIGKILL only if it has not exited after 60 s. Returns how it ended. */
-  async stop(): Promise<string> {
-    const child = this.child;
-    this.child = undefined;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return 'not running';
-    const exited = new Promise<string>((resolve) =>
-      child.once('exit', (code, signal) => resolve(signal ?? `exit ${code}`)),
-    );
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    const how = await exited;
-    clearTimeout(timer);
-    return how;
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('server restart: the dev server stopped mid-production and started again on the same database', function () {
   this.timeout(20 * 60_000);
@@ -114,7 +40,7 @@ describe('server restart: the dev server stopped mid-production and started agai
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'restart-'));
-    server = new DevServer(path.join(dir, 'temporal.sqlite'), await freePort());
+    server = await DevServer.onFreePort(path.join(dir, 'temporal.sqlite'));
     await server.start();
     // Jobs take a while at the vendor, so that the server goes away while paid steps are in flight.
     vendor = await startTestVendor({ jobDurationMs: 1_500 });

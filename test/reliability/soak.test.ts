@@ -132,7 +132,7 @@ for (const kind of STORE_KINDS) {
           vendorUrl: vendor.url,
           failpoints,
           lockStaleMs: 2_000,
-          extraEnv: WITHOUT_LOCK ? { EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: '1' } : {},
+          unsafe: WITHOUT_LOCK ? 'no-lock' : undefined,
         });
         workers.push(w);
         return w;

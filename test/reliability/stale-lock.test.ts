@@ -8,11 +8,18 @@ import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { allocateEpisodeOn } from '../../src/activities/allocation';
+import { saveStep, bareRecord } from '../../src/activities/paid-step-record';
+import { charged } from '../../src/activities/paid-step-settle';
+import { parseEpisodeId } from '../../src/domain/episode-id';
+import { ErrorType } from '../../src/domain/errors';
+import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { AllocOutcome } from '../helpers/alloc-client';
 import { startTestVendor } from '../helpers/deps';
-import { runNode } from '../helpers/processes';
-import { assertInvariants, reportTable } from '../helpers/reliability';
+import { jobOf, stepRefOf } from '../helpers/frozen-writer';
+import { collect, freezeAtFailpoint, runNode, spawnNode } from '../helpers/processes';
+import { assertInvariants, formatTable, reportTable } from '../helpers/reliability';
 
 const CONTENDERS = 6;
 const ROUNDS = 3;
@@ -108,6 +115,116 @@ describe("a dead holder's lock taken over by several processes at once", functio
         'each contender got its own episode',
       );
       await assertInvariants(dir, vendor, { keys: Array.from({ length: CONTENDERS }, (_, i) => `k${i}`) });
+    });
+  }
+});
+
+describe('a holder frozen (SIGSTOP) past the stale time, then resumed: the lock moved, its commit is refused', function () {
+  this.timeout(3 * 60_000);
+  const WEEK = '2026-W32';
+  const by = { kind: 'test', note: 'frozen holder' } as const;
+  let vendor: VendorSimulator;
+  const dirs: string[] = [];
+  const rows: Record<string, string | number>[] = [];
+  const childEnv = (dir: string, failpoints: string) => ({
+    EPISODES_DATA_DIR: dir,
+    EPISODES_STORE_URL: '',
+    EPISODES_LOCK_STALE_MS: String(STALE_MS),
+    EPISODES_FAILPOINTS: failpoints,
+  });
+  /** The process that finds the frozen holder's heartbeat stale and takes the lock over. */
+  const newHolder = (dir: string) => new FileEpisodeStore(dir, { timeoutMs: 30_000, staleMs: STALE_MS });
+
+  before(async () => {
+    vendor = await startTestVendor();
+  });
+  after(async () => {
+    await vendor?.close();
+    for (const dir of dirs) await fs.rm(dir, { recursive: true, force: true });
+    if (rows.length) console.log(`\nfrozen lock holders\n${formatTable(rows)}\n`);
+  });
+
+  // The pipeline lock: frozen inside an allocation, before its commit point (decided, key written) or after it.
+  for (const point of ['allocation.decided', 'allocation.key-written', 'allocation.index-written']) {
+    it(`pipeline lock, frozen at ${point}: after SIGCONT its write is refused, the new holder's allocation stands`, async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'frozen-holder-'));
+      dirs.push(dir);
+      const frozen = spawnNode('test/helpers/alloc-client.js', ['0', JSON.stringify([{ key: 'frozen', week: WEEK }])], {
+        ...childEnv(dir, `${point}=delay:500`),
+      });
+      const result = collect(frozen);
+      await freezeAtFailpoint(frozen, point);
+      const store = newHolder(dir);
+      const theirs = await allocateEpisodeOn(store, { allocationKey: 'new-holder', weekId: WEEK }, by);
+      frozen.kill('SIGCONT');
+      const r = await result;
+      assert.equal(r.code, 0, r.stderr);
+      const [outcome] = JSON.parse(r.stdout) as AllocOutcome[];
+      rows.push({
+        lock: 'pipeline',
+        'frozen at': point,
+        'frozen outcome': 'error' in outcome! ? outcome.error : `wrote ${outcome!.episodeId}`,
+        'what stands': (await store.listEpisodes()).map((e) => `${e.episode_id} ${e.allocation_key}`).join(', '),
+      });
+      assert.deepEqual(
+        outcome,
+        { key: 'frozen', week: WEEK, error: ErrorType.LockCompromised },
+        'the frozen write refused',
+      );
+      // Committed before it froze (index-written): the allocation stays its own, and the new holder got the next one.
+      const committed = point === 'allocation.index-written';
+      assert.equal(theirs.episodeId, committed ? '2026-W32-1' : '2026-W32-0');
+      const episodes = await store.listEpisodes();
+      assert.deepEqual(
+        episodes.map((e) => `${e.episode_id} ${e.allocation_key}`),
+        committed ? ['2026-W32-0 frozen', '2026-W32-1 new-holder'] : ['2026-W32-0 new-holder'],
+        "the new holder's allocation stands",
+      );
+      await assertInvariants(dir, vendor, { keys: committed ? ['frozen', 'new-holder'] : ['new-holder'] });
+    });
+  }
+
+  // The episode lock: frozen half-way through writing the state file (after every check the holder makes).
+  for (const kind of ['step', 'charge'] as const) {
+    const what = kind === 'step' ? 'a step record' : 'a charge';
+    it(`episode lock, frozen mid-write of ${what}: after SIGCONT its rename is refused, the new holder's write stands`, async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'frozen-holder-'));
+      dirs.push(dir);
+      const store = newHolder(dir);
+      const { episodeId } = await allocateEpisodeOn(store, { allocationKey: 'run', weekId: WEEK }, by);
+      const frozen = spawnNode('test/helpers/frozen-writer.js', [episodeId, kind, 'video-r0'], {
+        ...childEnv(dir, 'fs.write=delay:500@1'),
+      });
+      const result = collect(frozen);
+      await freezeAtFailpoint(frozen, 'fs.write');
+      // The new holder writes the same kind of record, for another step.
+      const cover = stepRefOf(episodeId, 'cover-r0');
+      if (kind === 'step') await saveStep(store, cover, () => bareRecord(cover, {}));
+      else {
+        const job = jobOf(cover, 'job-new-holder');
+        await store.updateEpisode(cover.id, (s) => charged(s, { at: cover, job, vouched: true }, null, 'failed'));
+      }
+      frozen.kill('SIGCONT');
+      const r = await result;
+      assert.equal(r.code, 0, r.stderr);
+      const state = await store.getEpisode(parseEpisodeId(episodeId).episodeId);
+      rows.push({
+        lock: 'episode',
+        'frozen at': `fs.write (${what})`,
+        'frozen outcome': r.stdout,
+        'what stands': `steps ${Object.keys(state!.steps).join(' ')}`,
+      });
+      assert.equal(r.stdout, ErrorType.LockCompromised, 'the frozen write refused');
+      assert.deepEqual(
+        Object.keys(state!.steps),
+        ['cover-r0'],
+        "the new holder's write stands, the frozen one is not in",
+      );
+      assert.deepEqual(
+        state!.ledger.map((l) => l.remote_job_id),
+        kind === 'charge' ? ['job-new-holder'] : [],
+      );
+      await assert.rejects(fs.stat(path.join(dir, 'episodes', episodeId, 'episode.lock')), { code: 'ENOENT' });
     });
   }
 });

@@ -14,7 +14,12 @@ import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { parseEpisodeId } from '../../src/domain/episode-id';
+import { productionWorkflowId } from '../../src/domain/names';
+import { ErrorType } from '../../src/domain/errors';
 import type { EpisodeState } from '../../src/domain/episode-state';
 import type { EpisodeStore } from '../../src/store/episode-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
@@ -43,6 +48,10 @@ const momentTimeout = 120_000;
 
 interface Context {
   target: StoreTarget;
+  client: Client;
+  taskQueue: string;
+  /** The week every run of the row asks for. */
+  week: string;
   /** The row's database on the fault server (PostgreSQL rows). */
   database: string;
   vendor: VendorSimulator;
@@ -72,6 +81,15 @@ interface Row {
   prepare?(ctx: Context): Promise<void>;
   /** Waits for the moment and makes the store forget; returns what the store showed just before, once workers run. */
   inject(ctx: Context): Promise<Progress>;
+  /** Instead of approving `runs` productions: what the row expects after the fault, acting as the operator. */
+  finish?(ctx: Context, run: RowRun): Promise<{ keys: string[]; charges: number }>;
+}
+
+interface RowRun {
+  keys: string[];
+  week: string;
+  taskQueue: string;
+  operatorEnv: NodeJS.ProcessEnv;
 }
 
 /** Waits until the store shows `want` (e.g. a reference saved), then returns what it shows. */
@@ -94,19 +112,38 @@ async function copyDataDir(from: string, to: string): Promise<void> {
 /** Copies the data dir once `backupAt` holds, and puts the copy back, workers stopped, once `restoreAt` holds. */
 async function restoreFileStore(
   ctx: Context,
-  when: { backupAt: (p: Progress) => boolean; restoreAt: (p: Progress) => boolean; whileStopped?: () => void },
+  when: {
+    /** When to copy the data dir; absent: the backup was taken before anything ran (`emptyBackup`). */
+    backupAt?: (p: Progress) => boolean;
+    restoreAt: (p: Progress) => boolean;
+    whileStopped?: () => void | Promise<void>;
+  },
 ): Promise<Progress> {
   if (ctx.target.kind !== 'file') throw new Error('a file store row');
-  await reached(ctx, 'the moment of the backup', when.backupAt);
   const backup = path.join(ctx.dir, 'backup');
-  await copyDataDir(ctx.target.dataDir, backup);
+  if (when.backupAt) {
+    await reached(ctx, 'the moment of the backup', when.backupAt);
+    await copyDataDir(ctx.target.dataDir, backup);
+  }
   const before = await reached(ctx, 'the moment of the restore', when.restoreAt);
   await ctx.stopWorkers();
   await fs.rm(ctx.target.dataDir, { recursive: true, force: true });
   await fs.cp(backup, ctx.target.dataDir, { recursive: true });
-  when.whileStopped?.();
+  await when.whileStopped?.();
   ctx.startWorkers();
   return before;
+}
+
+/** A backup taken before any run was allocated: restoring it forgets every allocation, while the runs go on. */
+async function emptyBackup(ctx: Context): Promise<void> {
+  if (ctx.target.kind === 'file') {
+    await fs.mkdir(ctx.target.dataDir, { recursive: true, mode: 0o700 });
+    await copyDataDir(ctx.target.dataDir, path.join(ctx.dir, 'backup'));
+    return;
+  }
+  const store = openTarget(ctx.target);
+  await store.listEpisodes().finally(() => store.close()); // the schema exists: a dump of an empty store
+  await server.dump(ctx.database, path.join(ctx.dir, 'backup.dump'));
 }
 
 const ROWS: Row[] = [
@@ -168,6 +205,70 @@ const ROWS: Row[] = [
         // From now on the vendor cannot say which job a key created: the forgotten references need an operator.
         whileStopped: () => ctx.vendor.setFaults({ noIdempotency: true }),
       }),
+  },
+  {
+    store: 'file',
+    forgets: 'the allocations: restored from a backup taken before them (data dir put back, workers stopped)',
+    moment: 'nothing allocated → charges written',
+    quick: true,
+    runs: 2,
+    failpoints: 'submission.ledger-written=delay:2500',
+    prepare: emptyBackup,
+    inject: (ctx) => restoreFileStore(ctx, { restoreAt: (p) => p.charges >= 2 }),
+  },
+  {
+    store: 'postgres',
+    forgets: 'the allocations: restored from a pg_dump taken before them, while the workers run',
+    moment: 'nothing allocated → charges written',
+    runs: 2,
+    failpoints: 'submission.ledger-written=delay:2500',
+    prepare: emptyBackup,
+    async inject(ctx) {
+      const before = await reached(ctx, 'charges written', (p) => p.charges >= 2);
+      await server.restore(ctx.database, path.join(ctx.dir, 'backup.dump'));
+      return before;
+    },
+  },
+  {
+    store: 'file',
+    forgets: 'the allocation, and another run took its id meanwhile (allocated while the workers were stopped)',
+    moment: 'nothing allocated → references saved',
+    quick: true,
+    runs: 1,
+    workers: 1,
+    failpoints: 'submission.reference-saved=delay:1500',
+    prepare: emptyBackup,
+    inject: (ctx) =>
+      restoreFileStore(ctx, {
+        restoreAt: (p) => p.references >= 2,
+        // Another run asks for an episode of the same week while the store knows nothing: it gets the same id.
+        whileStopped: async () => {
+          const r = await runCli(['plan', '--key', 'intruder', '--week', ctx.week, '--json'], targetEnv(ctx.target));
+          assert.equal((JSON.parse(r.stdout) as { episode_id: string }).episode_id, `${ctx.week}-0`, r.stderr);
+        },
+      }),
+    finish: settleTakenId,
+  },
+  {
+    store: 'file',
+    forgets: 'completions after their workflows closed, and all else (backup taken before any run), repaired',
+    moment: 'nothing allocated → productions completed',
+    quick: true,
+    runs: 2,
+    failpoints: '',
+    prepare: emptyBackup,
+    inject: (ctx) => ctx.progress(),
+    finish: repairAfterRestore,
+  },
+  {
+    store: 'postgres',
+    forgets: 'completions after their workflows closed, and all else (pg_dump taken before any run), repaired',
+    moment: 'nothing allocated → productions completed',
+    runs: 2,
+    failpoints: '',
+    prepare: emptyBackup,
+    inject: (ctx) => ctx.progress(),
+    finish: repairAfterRestore,
   },
 ];
 
@@ -251,6 +352,9 @@ describe('the store forgets its last writes: failover to an asynchronous replica
       let observer: EpisodeStore | undefined;
       const ctx: Context = {
         target,
+        client: env.client,
+        taskQueue,
+        week: `2029-W${String(10 + index).padStart(2, '0')}`,
         database,
         vendor,
         dir,
@@ -286,9 +390,9 @@ describe('the store forgets its last writes: failover to an asynchronous replica
       };
       const operatorEnv = {
         ...targetEnv(target),
-        VENDOR_BASE_URL: vendor.url,
-        VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-        VENDOR_API_KEY_FILE: '',
+        EPISODES_VENDOR_BASE_URL: vendor.url,
+        EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+        EPISODES_VENDOR_API_KEY_FILE: '',
         TEMPORAL_ADDRESS: env.address,
         EPISODES_TASK_QUEUE: taskQueue,
       };
@@ -296,7 +400,7 @@ describe('the store forgets its last writes: failover to an asynchronous replica
       try {
         await row.prepare?.(ctx);
         ctx.startWorkers();
-        const week = `2029-W${String(10 + index).padStart(2, '0')}`;
+        const week = ctx.week;
         const keys = Array.from({ length: row.runs }, (_, i) => `forgets-${index}-${i}`);
         await Promise.all(
           keys.map((key) =>
@@ -310,18 +414,17 @@ describe('the store forgets its last writes: failover to an asynchronous replica
         line['just before → after'] = describeLoss(before, after);
         const settling = operator(ctx, operatorEnv, () => finished);
         settling.catch(() => undefined); // awaited below
-        const outcomes = await approveProductions(env.client, target, row.runs, 10 * 60_000).finally(() => {
+        const expected = await (
+          row.finish
+            ? row.finish(ctx, { keys, week, taskQueue, operatorEnv })
+            : approveAll(ctx, row.runs).then(() => ({ keys, charges: row.runs * 3 }))
+        ).finally(() => {
           finished = true;
         });
         line.reconciled = await settling;
-        assert.deepEqual(
-          outcomes.filter((o) => o.result.outcome !== 'completed').map((o) => o.episodeId),
-          [],
-          'every production completed',
-        );
         await ctx.stopWorkers();
-        const counts = await assertInvariants(target, vendor, { keys, allCompleted: true });
-        assert.equal(counts.charges, row.runs * 3, 'video, cover and assembly charged once per run');
+        const counts = await assertInvariants(target, vendor, { keys: expected.keys, allCompleted: true });
+        assert.equal(counts.charges, expected.charges, 'video, cover and assembly charged once per episode');
         Object.assign(line, { outcome: 'completed', ...invariantColumns(counts) });
       } finally {
         finished = true;
@@ -332,6 +435,154 @@ describe('the store forgets its last writes: failover to an asynchronous replica
     });
   });
 });
+
+/**
+ * The operator approves every production as it waits; each must complete. A production that fails meanwhile (one
+ * that had not failed already) fails the row at once, with its failure, rather than at the approver's timeout.
+ */
+async function approveAll(ctx: Context, runs: number): Promise<void> {
+  const failedBefore = new Set((await failedProductions(ctx)).map((f) => f.workflowId));
+  let watching = true;
+  const watcher = (async () => {
+    while (watching) {
+      const failed = (await failedProductions(ctx)).filter((f) => !failedBefore.has(f.workflowId));
+      if (failed.length > 0) {
+        throw new assert.AssertionError({ message: `productions failed: ${failed.map((f) => f.why).join('; ')}` });
+      }
+      await sleep(1_000);
+    }
+  })();
+  try {
+    const outcomes = await Promise.race([approveProductions(ctx.client, ctx.target, runs, 10 * 60_000), watcher]);
+    assert.deepEqual(
+      (outcomes ?? []).filter((o) => o.result.outcome !== 'completed').map((o) => o.episodeId),
+      [],
+      'every production completed',
+    );
+  } finally {
+    watching = false;
+    await watcher.catch(() => undefined);
+  }
+}
+
+async function failedProductions(ctx: Context): Promise<{ workflowId: string; why: string }[]> {
+  const query =
+    `TaskQueue = "${ctx.taskQueue}" AND WorkflowType = "episodeProductionWorkflow" ` + `AND ExecutionStatus = "Failed"`;
+  const failed: { workflowId: string; why: string }[] = [];
+  for await (const w of ctx.client.workflow.list({ query })) {
+    const e: unknown = await ctx.client.workflow
+      .getHandle(w.workflowId, w.runId)
+      .result()
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    const cause = applicationFailureOf(e);
+    failed.push({
+      workflowId: w.workflowId,
+      why: `${w.workflowId}: ${cause?.type ?? '?'}: ${cause?.message ?? String(e)}`,
+    });
+  }
+  return failed;
+}
+
+/**
+ * The run's id was taken by another key while the store had forgotten it: its production stops with
+ * AllocationConflict, overwriting nothing; the operator then does what the error says (the run gets a new episode,
+ * the other key's episode is produced) and both complete, each step charged once (the other key's production finds
+ * the steps the first one paid for at the vendor, by idempotency key).
+ */
+async function settleTakenId(ctx: Context, run: RowRun): Promise<{ keys: string[]; charges: number }> {
+  const [key] = run.keys;
+  const id = `${run.week}-0`;
+  const store = openTarget(ctx.target);
+  try {
+    const untouched = async () => {
+      const state = await store.requireEpisode(parseEpisodeId(id).episodeId);
+      assert.deepEqual([state.allocation_key, state.steps, state.ledger], ['intruder', {}, []], 'nothing overwritten');
+    };
+    // Until the run's production closes, the other run's episode must stay as the other run left it.
+    const production = ctx.client.workflow.getHandle(productionWorkflowId(id));
+    await until(
+      'the production to stop',
+      async () => {
+        await untouched();
+        return (await production.describe()).status.name === 'RUNNING' ? undefined : true;
+      },
+      momentTimeout,
+    );
+    const failure: unknown = await production.result().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const cause = applicationFailureOf(failure);
+    assert.equal(
+      cause?.type,
+      ErrorType.AllocationConflict,
+      `the production stops with the conflict: ${String(failure)}`,
+    );
+    assert.ok(cause.message.includes(`episodes generate ${id}`), cause.message);
+    await untouched();
+  } finally {
+    await store.close();
+  }
+  const rerun = await ctx.client.workflow.start(weeklyEpisodeWorkflow, {
+    workflowId: key!,
+    taskQueue: run.taskQueue,
+    args: [{ week: run.week }],
+  });
+  assert.equal((await rerun.result()).episodeId, `${run.week}-1`, 'the run gets a new episode');
+  const generated = await runCli(['generate', id], run.operatorEnv);
+  assert.equal(generated.code, 0, generated.stderr);
+  await approveAll(ctx, 2);
+  return { keys: [key!, 'intruder'], charges: 6 };
+}
+
+/**
+ * Every production completes; then the store is put back to its backup from before the first run, so that it forgets
+ * the allocations, the charges, the completions and history of workflows that have all closed. `episodes repair`
+ * (dry run first: nothing written) puts all of it back from Temporal's records and the vendor; a second run has
+ * nothing to do.
+ */
+async function repairAfterRestore(ctx: Context, run: RowRun): Promise<{ keys: string[]; charges: number }> {
+  await approveAll(ctx, run.keys.length);
+  await ctx.stopWorkers();
+  if (ctx.target.kind === 'file') {
+    await fs.rm(ctx.target.dataDir, { recursive: true, force: true });
+    await fs.cp(path.join(ctx.dir, 'backup'), ctx.target.dataDir, { recursive: true });
+  } else await server.restore(ctx.database, path.join(ctx.dir, 'backup.dump'));
+  assert.deepEqual(await ctx.progress(), { intents: 0, references: 0, charges: 0 }, 'the store forgot it all');
+  const repair = async (...flags: string[]) => {
+    const r = await runCli(['repair', '--json', ...flags], run.operatorEnv);
+    assert.equal(r.code, 0, r.stderr);
+    return (JSON.parse(r.stdout) as { actions: { episode_id: string; action: string }[] }).actions.map(
+      (a) => `${a.episode_id} ${a.action}`,
+    );
+  };
+  const expected = [0, 1].flatMap((s) => [
+    `${run.week}-${s} allocation-reasserted`,
+    `${run.week}-${s} completion-reapplied`,
+  ]);
+  assert.deepEqual(await repair('--dry-run'), expected, 'the dry run lists both episodes');
+  assert.deepEqual(await ctx.progress(), { intents: 0, references: 0, charges: 0 }, 'the dry run wrote nothing');
+  assert.deepEqual(await repair(), expected);
+  const store = openTarget(ctx.target);
+  try {
+    for (const h of await store.listHistory()) {
+      const state = await store.requireEpisode(parseEpisodeId(h.episode_id).episodeId);
+      assert.deepEqual([state.status, state.ledger], ['completed', h.ledger], `${h.episode_id}: completed as recorded`);
+    }
+  } finally {
+    await store.close();
+  }
+  assert.deepEqual(await repair(), [], 'a second run has nothing to do');
+  return { keys: run.keys, charges: run.keys.length * 3 };
+}
+
+function applicationFailureOf(e: unknown): ApplicationFailure | undefined {
+  for (let c = e; c instanceof Error; c = c.cause) if (c instanceof ApplicationFailure) return c;
+  return undefined;
+}
 
 /** What the store showed just before the fault and right after it: the difference is what it forgot (or less). */
 function describeLoss(before: Progress, after: Progress): string {

@@ -5,11 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { statusQuery } from '../../src/workflows/messages';
+import { approveSignal, statusQuery } from '../../src/workflows/messages';
+import { createMediaRenderer } from '../../src/vendor-sim/media-render';
 import { productionWorkflowId } from '../../src/domain/names';
+import { openReviewSessions } from '../../src/store/open-store';
 import type { EpisodeId } from '../../src/domain/episode-id';
+import { isoWeekOfInstant } from '../../src/domain/week-id';
+import { vendorPriceSource } from '../../src/review/prices';
+import { staticCredentialsLoader } from '../../src/vendor-api/credentials';
+import { WORKFLOW_TEST_API_KEY, startTestVendor } from '../helpers/deps';
 import { until } from '../helpers/wait';
 import { useDeskHarness } from './harness';
 
@@ -51,6 +57,59 @@ describe('review desk (Chromium)', function () {
     assert.ok((await res.body()).equals(file.subarray(100, 300)));
   });
 
+  it('the decision form shows what Approve and a rework cost at the vendor’s prices, and the budget left', async () => {
+    const id = await h.waitingEpisode('desk-costs');
+    const { page } = await h.signedIn(await h.reviewers.add('alice'));
+    await page.goto(`/episodes/${id}`);
+    const form = page.getByRole('region', { name: 'Decision' });
+    // Spent so far: video 42 + cover 3, of a 200 USD budget.
+    await form.getByText('Budget left: 155.00 USD of 200.00 USD.').waitFor();
+    await form.getByText('Approve costs 8.00 USD (assembly); budget left after: 147.00 USD.').waitFor();
+    await form.getByText('A rework costs 15.00 USD (rework round 1); budget left after: 140.00 USD.').waitFor();
+    assert.equal(await page.getByText(/not known|unavailable/).count(), 0);
+    await page.goto('/');
+    await page.getByText('Next paid step: approve: assembly 8.00 USD · rework: 15.00 USD.').waitFor();
+
+    // The numbers are the vendor's: another price list shows at once, and a choice over the budget says so.
+    const dear = await startTestVendor({ pricesCents: { assembly: 1234, rework: 25_000 } });
+    try {
+      const dearPrices = vendorPriceSource(staticCredentialsLoader(WORKFLOW_TEST_API_KEY), {
+        baseUrl: new URL(dear.url),
+        timeoutMs: 2_000,
+      });
+      await h.restartDesk({ prices: dearPrices });
+      const again = await h.signedIn(await h.reviewers.add('bob'));
+      await again.page.goto(`/episodes/${id}`);
+      await again.page.getByText('Approve costs 12.34 USD (assembly); budget left after: 142.66 USD.').waitFor();
+      await again.page
+        .getByText('A rework costs 250.00 USD (rework round 1); budget left after: -95.00 USD.', { exact: false })
+        .waitFor();
+      await again.page.getByText('Over the budget by 95.00 USD: the vendor step would be refused.').waitFor();
+    } finally {
+      await dear.close();
+    }
+    // A vendor that cannot be reached: the reason, never a number (the desk's cache is new, so it asks).
+    await h.restartDesk({
+      prices: vendorPriceSource(staticCredentialsLoader(WORKFLOW_TEST_API_KEY), {
+        baseUrl: new URL(dear.url),
+        timeoutMs: 2_000,
+      }),
+    });
+    const gone = await h.signedIn(await h.reviewers.add('carol'));
+    await gone.page.goto(`/episodes/${id}`);
+    await gone.page
+      .getByText('Approve costs: price unavailable: the vendor did not answer (connect-failed).')
+      .waitFor();
+    await gone.page
+      .getByText('A rework costs: price unavailable: the vendor did not answer (connect-failed).')
+      .waitFor();
+    assert.equal(await gone.page.getByText(/\d+\.\d\d USD \((assembly|rework)/).count(), 0, 'no price shown');
+    await gone.page.goto('/');
+    await gone.page
+      .getByText('Next paid step: price unavailable: the vendor did not answer (connect-failed).')
+      .waitFor();
+  });
+
   it('says the preview is not playable when the vendor had no ffmpeg (synthetic bytes)', async () => {
     const id = await h.waitingEpisode('desk-synthetic');
     // What the simulator serves without ffmpeg: random bytes labelled video/mp4 (media-render.test.ts shows it).
@@ -75,8 +134,8 @@ describe('review desk (Chromium)', function () {
     await page.getByRole('link', { name: id }).waitFor();
     await page.getByRole('img', { name: /Spend per week/ }).waitFor();
     assert.deepEqual(
-      (await decisionsOf(id)).map((d) => [d.kind, d.by, d.round]),
-      [['approve', 'alice', 0]],
+      (await decisionsOf(id)).map((d) => [d.kind, d.by, d.round, d.channel]),
+      [['approve', 'alice', 0, 'desk']],
     );
   });
 
@@ -94,6 +153,51 @@ describe('review desk (Chromium)', function () {
     await page.goto(`/episodes/${id}`);
     await page.getByRole('heading', { name: 'Decision on round 1' }).waitFor();
     await page.getByText('Shorter intro, please.').waitFor();
+  });
+
+  it('after a rework, approving round 1 by signal: media, labels and decisions name round 1 and the channel; the chart label is whole', async () => {
+    // This week, so that the Done page's chart (the last 12 weeks) shows it.
+    const id = await h.waitingEpisode('desk-rounds', isoWeekOfInstant(new Date(), 'UTC'));
+    const { page } = await h.signedIn(await h.reviewers.add('bob'));
+    await page.goto(`/episodes/${id}`);
+    await page.getByLabel('Notes').fill('Warmer.');
+    await page.getByRole('button', { name: 'Request rework' }).click();
+    await h.waitForState(id, 'round 1 waiting', (s) => s.approval?.status === 'pending' && !!s.media['rework-r1']);
+    await h.env.client.workflow.getHandle(productionWorkflowId(id)).signal(approveSignal, { by: 'carol', round: 1 });
+    const done = await h.waitForState(id, 'completed', (s) => s.status === 'completed');
+
+    // The final video is the assembly of round 1's cut, and its picture says so (renders are bit-exact).
+    const final = readFileSync(path.join(h.store.mediaDir(id), done.media.video!.path));
+    const render = (round: number) => createMediaRenderer().render({ kind: 'assembly', episodeId: id, round });
+    assert.ok(final.equals((await render(1))!), 'the final video reads "assembly of round 1"');
+    assert.ok(!final.equals((await render(0))!));
+    await page.goto(`/episodes/${id}`);
+    await page.getByLabel('Final video, assembled from round 1').waitFor();
+    await page.getByText('last decision: approved by carol through a Temporal signal').waitFor();
+    const decisions = page.getByRole('region', { name: 'Decisions' });
+    assert.match(
+      await decisions.getByRole('row', { name: /bob/ }).innerText(),
+      /^0\trework requested\tbob\tthe review desk\t\d{4}-/,
+    );
+    assert.match(
+      await decisions.getByRole('row', { name: /carol/ }).innerText(),
+      /^1\tapproved\tcarol\ta Temporal signal\t/,
+    );
+
+    // The Done page's chart at 1280 px: every label inside the SVG, the budget axis label whole.
+    await page.goto('/done');
+    assert.equal(page.viewportSize()?.width, 1280);
+    const chart = page.getByRole('img', { name: /Spend per week/ });
+    const boxes = await chart.evaluate((svg) => {
+      const outer = svg.getBoundingClientRect();
+      return [...svg.querySelectorAll('text')].map((t) => {
+        const r = t.getBoundingClientRect();
+        return { text: t.textContent?.trim(), left: r.left - outer.left, right: outer.right - r.right };
+      });
+    });
+    const axis = boxes.find((b) => b.text?.endsWith('USD'));
+    assert.equal(axis?.text, '200.00 USD');
+    for (const b of boxes) assert.ok(b.left >= 0 && b.right >= 0, `"${b.text}" inside the chart: ${JSON.stringify(b)}`);
   });
 
   it('approve in two tabs (and by a second reviewer): exactly one decision', async () => {
@@ -138,13 +242,17 @@ describe('review desk (Chromium)', function () {
   it('a POST without the CSRF token is refused and decides nothing', async () => {
     const id = await h.waitingEpisode('desk-csrf');
     const { context } = await h.signedIn(await h.reviewers.add('alice'));
+    // From the desk's own origin (so only the CSRF check can refuse it).
+    const headers = { origin: h.url };
     const res = await context.request.post(`/episodes/${id}/decision`, {
       form: { action: 'approve', round: '0' },
+      headers,
       maxRedirects: 0,
     });
     assert.equal(res.status(), 403);
     const forged = await context.request.post(`/episodes/${id}/decision`, {
       form: { action: 'approve', round: '0', _csrf: 'not-a-token' },
+      headers,
       maxRedirects: 0,
     });
     assert.equal(forged.status(), 403);
@@ -165,7 +273,10 @@ describe('review desk (Chromium)', function () {
       const media = await context.request.get(`/episodes/${id}/media/video-r0`, { maxRedirects: 0 });
       assert.equal(media.status(), 303);
       assert.equal((await media.body()).length, 0);
-      const post = await context.request.post(`/episodes/${id}/decision`, { form: { action: 'approve', round: '0' } });
+      const post = await context.request.post(`/episodes/${id}/decision`, {
+        form: { action: 'approve', round: '0' },
+        headers: { origin: h.url },
+      });
       assert.equal(post.status(), 401);
       assert.equal((await decisionsOf(id)).length, 0);
       assert.equal((await context.request.get('/health')).status(), 200);
@@ -200,7 +311,7 @@ describe('review desk (Chromium)', function () {
     assert.equal((await context.request.get(`/episodes/${id}/media/video-r0`)).status(), 200);
   });
 
-  it('a wrong token several times is rate-limited, the right one too once the limit is hit', async () => {
+  it('failed sign-ins are limited per address; right tokens never count', async () => {
     await h.restartDesk({ signInLimit: { max: 3, timeWindowMs: 60_000 } });
     const token = await h.reviewers.add('alice');
     const context = await h.browser.newContext({ baseURL: h.url });
@@ -215,12 +326,170 @@ describe('review desk (Chromium)', function () {
         ]);
         return response.status();
       };
+      // Right tokens, more often than the limit: none counts.
+      for (let i = 0; i < 4; i++) {
+        assert.equal(await attempt(token), 303);
+        await page.getByRole('button', { name: 'Sign out' }).click();
+      }
       const wrong = `rvw_${'A'.repeat(43)}`;
       assert.deepEqual([await attempt(wrong), await attempt(wrong), await attempt(wrong)], [401, 401, 401]);
       assert.equal(await attempt(wrong), 429);
-      assert.equal(await attempt(token), 429);
+      assert.equal(await attempt(token), 429, 'this address is refused for a while, whatever it sends');
+      await page.getByText('Too many failed sign-ins').waitFor();
+      const refused = h.audit.filter((e) => e.event === 'sign-in' && e.outcome === 'refused');
+      assert.equal(refused.length, 5);
+      assert.deepEqual(new Set(refused.map((e) => e.ip)), new Set(['127.0.0.1']));
     } finally {
       await context.close();
     }
+  });
+
+  it('a session survives a restart of the desk: the page opened before it still decides', async () => {
+    const id = await h.waitingEpisode('desk-restart');
+    const { page } = await h.signedIn(await h.reviewers.add('alice'));
+    await page.goto(`/episodes/${id}`);
+    await h.restartDesk();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByRole('status').getByText('Accepted: round 0 approved by alice.').waitFor();
+    const stored = JSON.stringify(await openReviewSessions(h.store).list());
+    const cookie = (await page.context().cookies()).find((c) => c.name === 'episodes_review_session')!.value;
+    assert.ok(!stored.includes(cookie), 'the store keeps only a digest of the session id');
+  });
+
+  it('rotating or removing a reviewer signs them out at their next page; others stay', async () => {
+    const alice = await h.signedIn(await h.reviewers.add('alice'));
+    const bob = await h.signedIn(await h.reviewers.add('bob'));
+    await h.reviewers.rotate('alice');
+    await alice.page.goto('/done');
+    await alice.page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await bob.page.goto('/done');
+    await bob.page.getByRole('heading', { name: 'Completed episodes' }).waitFor();
+    await h.reviewers.remove('bob');
+    await bob.page.goto('/done');
+    await bob.page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    assert.deepEqual(
+      h.audit.filter((e) => e.event === 'session-ended').map((e) => [e.reviewer, e.reason]),
+      [
+        ['alice', 'identity'],
+        ['bob', 'identity'],
+      ],
+    );
+  });
+
+  it('a CSRF pair planted from another browser, or the own form posted from another origin, decides nothing', async () => {
+    const id = await h.waitingEpisode('desk-planted');
+    const victim = await h.signedIn(await h.reviewers.add('alice'));
+    // The attacker's own browser: the public sign-in page hands out a pre-session cookie and its token.
+    const attacker = await h.browser.newContext({ baseURL: h.url });
+    try {
+      const form = await attacker.newPage();
+      await form.goto('/sign-in');
+      const plantedToken = await form.locator('input[name="_csrf"]').first().inputValue();
+      const plantedCookie = (await attacker.cookies()).find((c) => c.name === 'episodes_review_sign_in')!;
+      // Planted in the victim's browser (cookies ignore ports: another port of the host could set it).
+      await victim.context.addCookies([plantedCookie]);
+      const planted = await victim.context.request.post(`/episodes/${id}/decision`, {
+        form: { action: 'approve', round: '0', _csrf: plantedToken },
+        headers: { origin: h.url },
+        maxRedirects: 0,
+      });
+      assert.equal(planted.status(), 403);
+    } finally {
+      await attacker.close();
+    }
+    await victim.page.goto(`/episodes/${id}`);
+    const ownToken = await victim.page.locator('input[name="_csrf"]').first().inputValue();
+    const foreignHeaders: Record<string, string>[] = [
+      { origin: 'http://127.0.0.1:9' },
+      { origin: h.url, 'sec-fetch-site': 'same-site' },
+    ];
+    for (const headers of foreignHeaders) {
+      const foreign = await victim.context.request.post(`/episodes/${id}/decision`, {
+        form: { action: 'approve', round: '0', _csrf: ownToken },
+        headers,
+        maxRedirects: 0,
+      });
+      assert.equal(foreign.status(), 403, JSON.stringify(headers));
+    }
+    assert.equal((await decisionsOf(id)).length, 0);
+    assert.deepEqual(
+      h.audit.filter((e) => e.event === 'request-refused').map((e) => e.reason),
+      ['csrf', 'origin', 'origin'],
+    );
+    // The real form still works.
+    await victim.page.getByRole('button', { name: 'Approve' }).click();
+    await victim.page.getByRole('status').getByText('Accepted: round 0 approved by alice.').waitFor();
+  });
+
+  it('behind a proxy: 11 failures from other addresses lock out only those; a reviewer still signs in', async () => {
+    await h.restartDesk({ trustProxy: 1, signInLimit: { max: 10, timeWindowMs: 60_000 } });
+    const token = await h.reviewers.add('alice');
+    const attacker = await h.browser.newContext({ baseURL: h.url });
+    try {
+      const form = await attacker.newPage();
+      await form.goto('/sign-in');
+      const _csrf = await form.locator('input[name="_csrf"]').first().inputValue();
+      const wrong = (forwardedFor: string) =>
+        attacker.request.post('/sign-in', {
+          form: { token: `rvw_${'A'.repeat(43)}`, _csrf },
+          headers: { origin: h.url, 'x-forwarded-for': forwardedFor },
+          maxRedirects: 0,
+        });
+      const statuses: number[] = [];
+      for (let i = 1; i <= 11; i++) statuses.push((await wrong(`10.0.0.${i}`)).status());
+      for (let i = 1; i <= 11; i++) statuses.push((await wrong('10.0.9.9')).status());
+      assert.deepEqual(statuses, [...Array<number>(21).fill(401), 429]);
+    } finally {
+      await attacker.close();
+    }
+    // The reviewer, through the same proxy from a 12th address, signs in with the form.
+    const context = await h.browser.newContext({ baseURL: h.url });
+    try {
+      const page = await context.newPage();
+      await page.route(/\/sign-in$/, (route) =>
+        route.continue({ headers: { ...route.request().headers(), 'x-forwarded-for': '10.0.0.12' } }),
+      );
+      await page.goto('/sign-in');
+      await page.getByLabel('Token').fill(token);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Waiting for a decision' }).waitFor();
+    } finally {
+      await context.close();
+    }
+    const signIns = h.audit.filter((e) => e.event === 'sign-in');
+    assert.equal(signIns.at(-1)?.ip, '10.0.0.12');
+    assert.equal(signIns.at(-1)?.outcome, 'ok');
+  });
+
+  it('media: a symlink in place of the recorded file is not followed (404); the real file streams', async () => {
+    const id = await h.waitingEpisode('desk-symlink');
+    const { context } = await h.signedIn(await h.reviewers.add('alice'));
+    const state = (await h.store.getEpisode(id))!;
+    const video = path.join(h.store.mediaDir(id), state.media['video-r0']!.path);
+    const secret = path.join(h.dir, 'review', 'reviewers.json');
+    renameSync(video, `${video}.real`);
+    symlinkSync(secret, video);
+    assert.equal((await context.request.get(`/episodes/${id}/media/video-r0`)).status(), 404);
+    unlinkSync(video);
+    renameSync(`${video}.real`, video);
+    assert.equal((await context.request.get(`/episodes/${id}/media/video-r0`)).status(), 200);
+  });
+
+  it('an unexpected error shows a generic page with an incident id; the detail is only in the audit log', async () => {
+    await h.restartDesk({ getClient: () => Promise.reject(new Error('detail: /srv/secret/path.pem unreadable')) });
+    const id = await h.waitingEpisode('desk-incident');
+    const { page } = await h.signedIn(await h.reviewers.add('alice'));
+    await page.goto(`/episodes/${id}`);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.getByRole('button', { name: 'Approve' }).click(),
+    ]);
+    assert.equal(response.status(), 500);
+    await page.getByRole('heading', { name: 'Something went wrong' }).waitFor();
+    const incident = await page.locator('main code').innerText();
+    assert.ok(!(await page.content()).includes('/srv/secret'), 'no detail on the page');
+    const logged = h.audit.find((e) => e.event === 'error');
+    assert.equal(logged?.incident, incident);
+    assert.match(String(logged?.message), /\/srv\/secret\/path\.pem/);
   });
 });

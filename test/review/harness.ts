@@ -7,7 +7,6 @@ import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createActivities } from '../../src/activities';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
@@ -15,13 +14,16 @@ import type { EpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState } from '../../src/domain/episode-state';
 import { productionWorkflowId } from '../../src/domain/names';
 import { parseWeekId } from '../../src/domain/week-id';
+import { AuditLog } from '../../src/review/audit-log';
 import { ReviewerStore } from '../../src/review/reviewers';
 import { startReviewDesk, type ReviewDeskOptions } from '../../src/review/server';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { episodeProductionWorkflow } from '../../src/workflows';
-import { spyingCredentials, startTestVendor, testDeps } from '../helpers/deps';
-import { createTestEnv, REPO_ROOT, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { vendorPriceSource } from '../../src/review/prices';
+import { staticCredentialsLoader } from '../../src/vendor-api/credentials';
+import { WORKFLOW_TEST_API_KEY, spyingCredentials, startTestVendor, testDeps } from '../helpers/deps';
+import { createTestEnv, createTestWorker, REPO_ROOT, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { until } from '../helpers/wait';
 
 export function chromiumPath(): string {
@@ -29,6 +31,8 @@ export function chromiumPath(): string {
     encoding: 'utf8',
   }).trim();
 }
+
+export type AuditLine = Record<string, unknown> & { event: string };
 
 export interface DeskHarness {
   env: TestWorkflowEnvironment;
@@ -39,10 +43,12 @@ export interface DeskHarness {
   reviewers: ReviewerStore;
   taskQueue: string;
   url: string;
-  /** Restarts the desk with other options (e.g. a tighter sign-in limit). */
+  /** The desk's audit log, one parsed line each. */
+  audit: AuditLine[];
+  /** Restarts the desk on the same port with other options (e.g. a tighter sign-in limit); prices come from this test's vendor. */
   restartDesk(options?: Partial<ReviewDeskOptions>): Promise<void>;
-  /** Allocates an episode, starts its production and waits until the store shows it waiting for a decision. */
-  waitingEpisode(key: string): Promise<EpisodeId>;
+  /** Allocates an episode (in `week`, else the next of W10, W11, ...), starts its production, waits for a decision. */
+  waitingEpisode(key: string, week?: string): Promise<EpisodeId>;
   waitForState(id: EpisodeId, what: string, ok: (s: EpisodeState) => boolean): Promise<EpisodeState>;
   /** A new browser context (its own cookies) signed in with this token. */
   signedIn(token: string): Promise<{ context: BrowserContext; page: Page }>;
@@ -56,15 +62,22 @@ export function useDeskHarness(prefix: string): DeskHarness {
   const h = {} as DeskHarness;
 
   h.restartDesk = async (options = {}) => {
+    // Within a test, a restarted desk keeps its address (open pages and cookies still point at it).
+    const port = desk === undefined ? 0 : Number(new URL(h.url).port);
     await desk?.close();
     const started = await startReviewDesk({
       host: '127.0.0.1',
-      port: 0,
+      port,
       store: h.store,
       reviewers: h.reviewers,
       getClient: () => Promise.resolve(h.env.client),
       budgetCents: 20_000,
+      prices: vendorPriceSource(staticCredentialsLoader(WORKFLOW_TEST_API_KEY), {
+        baseUrl: new URL(h.vendor.url),
+        timeoutMs: 2_000,
+      }),
       timeZone: 'UTC',
+      audit: new AuditLog((line) => h.audit.push(JSON.parse(line) as AuditLine)),
       ...options,
     });
     desk = started;
@@ -77,10 +90,10 @@ export function useDeskHarness(prefix: string): DeskHarness {
       return s && ok(s) ? s : undefined;
     });
 
-  h.waitingEpisode = async (key) => {
+  h.waitingEpisode = async (key, week) => {
     const r = await h.store.allocate({
       allocationKey: parseAllocationKey(key),
-      weekId: parseWeekId(`2026-W${weekCounter++}`),
+      weekId: parseWeekId(week ?? `2026-W${weekCounter++}`),
       allocatedBy: { kind: 'test', note: 'review desk' },
     });
     await h.env.client.workflow.start(episodeProductionWorkflow, {
@@ -115,11 +128,12 @@ export function useDeskHarness(prefix: string): DeskHarness {
   });
   beforeEach(async () => {
     h.dir = mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+    h.audit = [];
     h.store = new FileEpisodeStore(h.dir);
     h.vendor = await startTestVendor();
     h.reviewers = new ReviewerStore(path.join(h.dir, 'review', 'reviewers.json'));
     h.taskQueue = uniqueTaskQueue('desk');
-    const w = await Worker.create({
+    const w = await createTestWorker({
       connection: h.env.nativeConnection,
       taskQueue: h.taskQueue,
       workflowBundle: await workflowBundle(),

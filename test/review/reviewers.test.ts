@@ -1,16 +1,30 @@
 /** Reviewers and their tokens through the CLI: shown once, stored as a hash at 0600, revocable; sessions follow. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+} from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { isPipelineError } from '../../src/domain/errors';
+import { AuditLog } from '../../src/review/audit-log';
 import { ReviewerStore, TOKEN_PATTERN } from '../../src/review/reviewers';
 import { buildReviewDesk } from '../../src/review/server';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { collect, runCli, spawnNode } from '../helpers/processes';
 import { until } from '../helpers/wait';
+import { injectSignIn } from './inject';
 
 describe('review desk reviewers', function () {
-  this.timeout(30_000);
+  // Generous: the first test runs the CLI ten times, and CI machines are shared.
+  this.timeout(120_000);
   let dir: string;
   const cli = (...args: string[]) =>
     runCli(['--data-dir', dir, 'review', ...args], { EPISODES_DATA_DIR: '', EPISODES_REVIEWERS_FILE: '' });
@@ -28,13 +42,19 @@ describe('review desk reviewers', function () {
     const text = readFileSync(file, 'utf8');
     assert.ok(!text.includes(token) && !text.includes(token.slice(4)), 'the token itself is never stored');
     const store = new ReviewerStore(file);
-    assert.equal(store.authenticate(token), 'alice');
+    assert.equal(store.authenticate(token)?.name, 'alice');
     assert.equal(store.authenticate(`${token.slice(0, -1)}x`), undefined);
     const list = await cli('list-reviewers');
     assert.match(list.stdout, /^alice {2}added /);
     assert.ok(!list.stdout.includes(token));
 
     assert.equal((await cli('add-reviewer', 'alice')).code, 1, 'a second alice is refused');
+    const rotated = await cli('rotate-reviewer', 'alice');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const newToken = rotated.stdout.trim().split('\n').at(-1)!;
+    assert.match(newToken, TOKEN_PATTERN);
+    assert.equal(store.authenticate(token), undefined, 'the old token no longer works');
+    assert.equal(store.authenticate(newToken)?.name, 'alice');
     assert.equal((await cli('add-reviewer', ' ')).code, 2, 'an empty name is refused');
     const removed = await cli('remove-reviewer', 'alice');
     assert.equal(removed.code, 0, removed.stderr);
@@ -42,58 +62,133 @@ describe('review desk reviewers', function () {
     assert.equal((await cli('remove-reviewer', 'alice')).code, 2);
   });
 
-  it('removing a reviewer ends their open session at the next request', async () => {
+  it('a session is bound to its token: removing or rotating the reviewer ends it at the next request', async () => {
     const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
-    const token = await reviewers.add('bob');
+    const audit: string[] = [];
     const app = await buildReviewDesk({
       store: new FileEpisodeStore(dir),
       reviewers,
       getClient: () => Promise.reject(new Error('no Temporal in this test')),
       budgetCents: 20_000,
       timeZone: 'UTC',
+      audit: new AuditLog((line) => audit.push(line)),
     });
     try {
-      const form = await app.inject({ method: 'GET', url: '/sign-in' });
-      const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)![1]!;
-      const csrfCookie = form.cookies.find((c) => c.name === '_csrf')!;
-      const signIn = await app.inject({
-        method: 'POST',
-        url: '/sign-in',
-        cookies: { _csrf: csrfCookie.value },
-        payload: { token, _csrf: csrf },
-      });
-      assert.equal(signIn.statusCode, 303);
-      const session = signIn.cookies.find((c) => c.name === 'episodes_review_session')!;
-      assert.equal(session.httpOnly, true);
-      assert.equal(session.sameSite, 'Strict');
-      assert.notEqual(session.secure, true, 'plain HTTP: not Secure');
-      const page = () => app.inject({ method: 'GET', url: '/', cookies: { episodes_review_session: session.value } });
-      assert.equal((await page()).statusCode, 200);
+      const bob = await injectSignIn(app, await reviewers.add('bob'));
+      assert.equal(bob.session.httpOnly, true);
+      assert.equal(bob.session.sameSite, 'Strict');
+      assert.notEqual(bob.session.secure, true, 'plain HTTP: not Secure');
+      assert.equal((await bob.get('/')).statusCode, 200);
       await reviewers.remove('bob');
-      const after = await page();
-      assert.equal(after.statusCode, 303);
-      assert.equal(after.headers.location, '/sign-in');
+      assert.equal((await bob.get('/')).headers.location, '/sign-in');
 
-      // Behind a TLS front (X-Forwarded-Proto from a trusted proxy) the cookie is Secure.
-      const tls = await buildReviewDesk({
-        store: new FileEpisodeStore(dir),
-        reviewers,
-        getClient: () => Promise.reject(new Error('no Temporal')),
-        budgetCents: 20_000,
-        timeZone: 'UTC',
-        trustProxy: '127.0.0.1',
-      });
-      const viaProxy = await tls.inject({ method: 'GET', url: '/sign-in', headers: { 'x-forwarded-proto': 'https' } });
-      assert.equal(viaProxy.cookies.find((c) => c.name === '_csrf')!.secure, true);
-      await tls.close();
+      const carol = await injectSignIn(app, await reviewers.add('carol'));
+      assert.equal((await carol.get('/')).statusCode, 200);
+      const rotated = await reviewers.rotate('carol');
+      assert.equal((await carol.get('/')).headers.location, '/sign-in', 'the old token’s session ended');
+      const again = await injectSignIn(app, rotated);
+      assert.equal((await again.get('/')).statusCode, 200);
+      // `review sessions` lists it (the store's, not the desk's memory) and `--revoke` ends it.
+      const listed = await cli('sessions');
+      assert.equal(listed.code, 0, listed.stderr);
+      const handle = /^([0-9a-f]{16}) {2}carol {2}token {2}from /m.exec(listed.stdout)?.[1];
+      assert.ok(handle !== undefined, listed.stdout);
+      assert.ok(!listed.stdout.includes(again.session.value));
+      const revoked = await cli('sessions', '--revoke', handle.slice(0, 8));
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.equal((await again.get('/')).headers.location, '/sign-in', 'revoked');
+      assert.equal((await cli('sessions', '--revoke', handle)).code, 2, 'no such session any more');
+      const ended = audit.map((l) => JSON.parse(l) as { event: string; reviewer?: string; reason?: string });
+      assert.deepEqual(
+        ended.filter((e) => e.event === 'session-ended').map((e) => [e.reviewer, e.reason]),
+        [
+          ['bob', 'identity'],
+          ['carol', 'identity'],
+        ],
+      );
     } finally {
       await app.close();
     }
   });
 
+  it('behind a TLS front (X-Forwarded-Proto from a trusted proxy) the cookies are Secure; HSTS only then', async () => {
+    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
+    const options = {
+      store: new FileEpisodeStore(dir),
+      reviewers,
+      getClient: () => Promise.reject(new Error('no Temporal')),
+      budgetCents: 20_000,
+      timeZone: 'UTC',
+      audit: new AuditLog(() => undefined),
+    };
+    const tls = await buildReviewDesk({ ...options, trustProxy: ['127.0.0.1'] });
+    const plain = await buildReviewDesk(options);
+    try {
+      const viaProxy = await tls.inject({ method: 'GET', url: '/sign-in', headers: { 'x-forwarded-proto': 'https' } });
+      assert.equal(viaProxy.cookies.find((c) => c.name === 'episodes_review_sign_in')!.secure, true);
+      assert.equal(viaProxy.headers['strict-transport-security'], 'max-age=31536000');
+      const direct = await plain.inject({ method: 'GET', url: '/sign-in', headers: { 'x-forwarded-proto': 'https' } });
+      assert.notEqual(direct.cookies.find((c) => c.name === 'episodes_review_sign_in')!.secure, true);
+      assert.equal(direct.headers['strict-transport-security'], undefined);
+      for (const [name, value] of Object.entries({
+        'cross-origin-opener-policy': 'same-origin',
+        'cross-origin-resource-policy': 'same-origin',
+        'x-content-type-options': 'nosniff',
+      })) {
+        assert.equal(direct.headers[name], value, name);
+      }
+      assert.match(String(direct.headers['permissions-policy']), /camera=\(\)/);
+    } finally {
+      await Promise.all([tls.close(), plain.close()]);
+    }
+  });
+
+  it('reviewers.json: a symlink, another mode or another owner is refused; writes are under the file’s lock', async () => {
+    const file = path.join(dir, 'review', 'reviewers.json');
+    const reviewers = new ReviewerStore(file);
+    await reviewers.add('alice');
+    chmodSync(file, 0o644);
+    assert.throws(
+      () => reviewers.list(),
+      (e) => isPipelineError(e, ErrorType.InvalidState) && /chmod 600/.test(e.message),
+    );
+    chmodSync(file, 0o600);
+    const other = path.join(dir, 'other.json');
+    renameSync(file, other);
+    symlinkSync(other, file);
+    assert.throws(
+      () => reviewers.list(),
+      (e) => isPipelineError(e, ErrorType.InvalidState) && /symlink/.test(e.message),
+    );
+    unlinkSync(file);
+    renameSync(other, file);
+    if (process.getuid?.() === 0) {
+      chownSync(file, 65534, 65534); // only root can give a file away (CI runs as root)
+      assert.throws(
+        () => reviewers.list(),
+        (e) => isPipelineError(e, ErrorType.InvalidState) && /owned by uid 65534/.test(e.message),
+      );
+      chownSync(file, 0, 0);
+    }
+    // Twelve concurrent adds from two stores on one file: none is lost (each is a read-modify-write under the lock).
+    const second = new ReviewerStore(file);
+    await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? reviewers : second).add(`r${i}`)));
+    assert.equal(reviewers.list().length, 13);
+  });
+
   it('review serve listens where told, answers /health, refuses a bad --listen, and stops on SIGTERM', async () => {
     const bad = await cli('serve', '--listen', '0.0.0.0');
     assert.equal(bad.code, 2);
+    // Reachable from other machines over plain HTTP: refused unless https in front or --insecure.
+    const open = await cli('serve', '--listen', '0.0.0.0:0');
+    assert.equal(open.code, 2);
+    assert.match(open.stderr, /plain HTTP.*--insecure/);
+    for (const value of ['true', '10.0.0.0/33', 'proxy.example']) {
+      const wrong = await runCli(['--data-dir', dir, 'review', 'serve'], { EPISODES_REVIEW_TRUST_PROXY: value });
+      assert.equal(wrong.code, 2, value);
+      assert.match(wrong.stderr, /EPISODES_REVIEW_TRUST_PROXY: expected a hop count/);
+      assert.equal(wrong.stderr.trim().split('\n').length, 1, wrong.stderr);
+    }
     const child = spawnNode('src/cli.js', ['--data-dir', dir, 'review', 'serve', '--listen', '127.0.0.1:0'], {
       EPISODES_DATA_DIR: '',
       EPISODES_STORE_URL: '',

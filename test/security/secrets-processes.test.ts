@@ -1,7 +1,7 @@
 /**
  * The vendor API key never reaches output, files or histories when real processes handle it: the CLI's paid-boundary
  * commands (`ledger`, `reconcile`) with a right and a wrong key, and a full scheduled-to-completed run through the
- * real worker process reading the key from VENDOR_API_KEY_FILE. (test/workflows/production.test.ts checks the same
+ * real worker process reading the key from EPISODES_VENDOR_API_KEY_FILE. (test/workflows/production.test.ts checks the same
  * with an in-process worker and the SDK's captured logs; this covers the processes' own stdout and stderr.)
  */
 import assert from 'node:assert/strict';
@@ -91,9 +91,9 @@ describe('the vendor API key never leaks from real processes', function () {
   });
 
   const cliEnv = (key: { file: string } | { env: string }) => ({
-    VENDOR_BASE_URL: vendor.url,
-    VENDOR_API_KEY_FILE: 'file' in key ? key.file : '',
-    VENDOR_API_KEY: 'env' in key ? key.env : '',
+    EPISODES_VENDOR_BASE_URL: vendor.url,
+    EPISODES_VENDOR_API_KEY_FILE: 'file' in key ? key.file : '',
+    EPISODES_VENDOR_API_KEY: 'env' in key ? key.env : '',
   });
 
   it('ledger and reconcile, with the right key (from a file) and a wrong one: no key in their output', async () => {
@@ -131,7 +131,7 @@ describe('the vendor API key never leaks from real processes', function () {
     assertNoSecret([...evidence, ...(await filesOf(dataDir)), ...(await filesOf(path.join(root, 'sim')))]);
   });
 
-  describe('a full run through the real worker process (key from VENDOR_API_KEY_FILE)', () => {
+  describe('a full run through the real worker process (key from EPISODES_VENDOR_API_KEY_FILE)', () => {
     let env: TestWorkflowEnvironment;
     before(async () => {
       env = await createTestEnv();
@@ -154,7 +154,9 @@ describe('the vendor API key never leaks from real processes', function () {
       const evidence: Evidence = [];
       // The CLI never needs the key for these commands: it gets none.
       const cli = async (name: string, args: string[]) => {
-        const r = await runCli(args, { env: { ...common, VENDOR_API_KEY: '', VENDOR_API_KEY_FILE: '' } });
+        const r = await runCli(args, {
+          env: { ...common, EPISODES_VENDOR_API_KEY: '', EPISODES_VENDOR_API_KEY_FILE: '' },
+        });
         assert.equal(r.code, 0, `${name}: ${r.stdout}${r.stderr}`);
         evidence.push(...outputOf(name, r));
         return r;

@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { isPipelineError } from '../../src/domain/errors';
+import { ErrorType } from '../../src/domain/errors';
+import { refusePasswordOnCommandLine } from '../../src/store/postgres-url';
 import { runCli } from '../helpers/processes';
 
 const WITH_PASSWORD = 'postgres://episodes:s3cret-pw@127.0.0.1:1/episodes';
@@ -38,5 +41,28 @@ describe('a PostgreSQL password on the command line is refused', function () {
       EPISODES_DATA_DIR: dir,
     });
     assert.doesNotMatch(run.stderr, /carries a password/);
+  });
+
+  // Every form the driver (pg-connection-string) reads a password from, not only the WHATWG userinfo.
+  for (const url of [
+    'postgres://episodes@127.0.0.1:5432/episodes?password=s3cret-pw',
+    'postgresql://episodes@127.0.0.1/episodes?sslmode=require&password=s3cret-pw',
+    'postgres:///episodes?host=/var/run/postgresql&password=s3cret-pw',
+    'socket:/var/run/postgresql?db=episodes&password=s3cret-pw',
+    'postgres://127.0.0.1/episodes?sslpassword=s3cret-pw',
+    'postgres://episodes:s3cret-pw@[::1/episodes',
+  ]) {
+    it(`refuses ${url.replace('s3cret-pw', '…')}`, () => {
+      assert.throws(
+        () => refusePasswordOnCommandLine(url, '--store-url'),
+        (e) => isPipelineError(e, ErrorType.InvalidInput) && !e.message.includes('s3cret-pw'),
+      );
+    });
+  }
+
+  it('lets URLs without a password through', () => {
+    for (const url of ['postgres://episodes@127.0.0.1/episodes?sslmode=require', 'postgres:///episodes?host=/tmp']) {
+      assert.equal(refusePasswordOnCommandLine(url, '--store-url'), url);
+    }
   });
 });

@@ -9,9 +9,8 @@ import { chmodSync, mkdtempSync, promises as fs, statSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
 import { checkDataDir } from '../../src/store/data-dir-checks';
 import { FileEpisodeStore } from '../../src/store/file-store';
 

@@ -3,9 +3,8 @@ import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { runNode } from '../helpers/processes';
 import { snapshotTree } from '../helpers/tree';
@@ -173,13 +172,20 @@ describe('file store specifics', function () {
       });
     }
 
-    it('the temp files a killed allocation leaves are removed by the next process, under the lock', async () => {
+    it('the temp files a killed allocation leaves (in its lock) go with its lock; those of an older version are swept', async () => {
       await killAt('allocation.key-written', 'run-a');
-      const temps = async () =>
-        (await fs.readdir(path.join(dir, 'index', 'weeks'))).filter((n) => n.endsWith('.tmp')).length;
-      assert.equal(await temps(), 2, 'the week index and the state were staged and left behind');
+      const inLock = async () =>
+        (await fs.readdir(path.join(dir, 'pipeline.lock'), { recursive: true })).filter((n) => n.endsWith('.tmp'));
+      assert.equal((await inLock()).length, 2, "the week index and the state were staged in the holder's fence");
+      const weeks = path.join(dir, 'index', 'weeks');
+      // An earlier version staged beside the target: such a leftover is swept by the next allocation.
+      await fs.writeFile(path.join(weeks, '2026-W32.json.123-abc.tmp'), '{');
       assert.equal((await alloc('run-b')).episodeId, '2026-W32-0');
-      assert.equal(await temps(), 0);
+      await assert.rejects(fs.stat(path.join(dir, 'pipeline.lock')), { code: 'ENOENT' });
+      assert.deepEqual(
+        (await fs.readdir(weeks)).filter((n) => n.endsWith('.tmp')),
+        [],
+      );
     });
 
     for (const point of ['allocation.index-written', 'allocation.state-written']) {

@@ -13,9 +13,8 @@ import { promises as fs, mkdirSync, mkdtempSync, readFileSync, readlinkSync } fr
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
 import { FileEpisodeStore } from '../../src/store/file-store';
 
 const W32 = parseWeekId('2026-W32');

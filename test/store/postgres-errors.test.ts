@@ -6,10 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { Client, DatabaseError } from 'pg';
-import { PipelineError } from '../../src/domain/errors';
+import { PipelineError, ErrorType } from '../../src/domain/errors';
 import { storeErrorReason, toStoreError, type StoreErrorReason } from '../../src/store/postgres-errors';
 import { describePostgresUrl } from '../../src/store/postgres-url';
-import { ErrorType } from '../../src/shared';
 import { PostgresFaultServer, databaseUrl, freshDatabase, withDatabase } from '../helpers/postgres';
 
 /** Runs `provoke` and returns what it threw (it must throw). */

@@ -6,7 +6,7 @@ import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import { parseWeekId } from '../../src/domain/week-id';
 import { migrateLegacyStore } from '../../src/legacy-migration/migrate';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { ledgerTotals } from '../../src/store/postgres-copy';
 import { PostgresEpisodeStore } from '../../src/store/postgres-store';

@@ -6,15 +6,17 @@ import { DatabaseError } from 'pg';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState } from '../../src/domain/episode-state';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { idempotencyKey } from '../../src/domain/names';
 import { openStore } from '../../src/store/open-store';
 import { PIPELINE_LOCK_ID, PostgresEpisodeStore } from '../../src/store/postgres-store';
 import { LATEST_SCHEMA_VERSION } from '../../src/store/postgres-migrations';
 import type { AllocOutcome } from '../helpers/alloc-client';
 import { freshDatabase, withDatabase } from '../helpers/postgres';
-import { runNode } from '../helpers/processes';
+import { collect, freezeAtFailpoint, runNode, spawnNode } from '../helpers/processes';
+import { bareRecord, saveStep } from '../../src/activities/paid-step-record';
+import { stepRefOf } from '../helpers/frozen-writer';
 import { allocationViolations, describeStoreContract, type StoreUnderTest } from '../helpers/store-contract';
 import { sleep } from '../helpers/wait';
 import { succeededStep } from '../helpers/episode-builders';
@@ -133,7 +135,7 @@ describe('postgres store specifics', function () {
         'cover-r0': {
           step: 'cover',
           round: 0,
-          idempotency_key: `${id}-cover-r0`,
+          idempotency_key: idempotencyKey(id, 'cover', 0),
           status: 'submitted',
           intent_at: '2026-08-03T09:00:03.000Z',
           spec: {},
@@ -244,6 +246,74 @@ describe('postgres store specifics', function () {
     }
   });
 
+  describe('a worker process frozen (SIGSTOP) inside the lock: the transaction is the fence', () => {
+    // The advisory lock belongs to the transaction: while the worker is stopped its session sits idle in that
+    // transaction until the server ends it (idle_in_transaction_session_timeout = the lock's staleness), which rolls
+    // back everything it wrote and releases the lock. After SIGCONT its next statement (or COMMIT) finds the session
+    // gone. Without that timeout it would keep the lock and make everyone wait: never two holders either way.
+    const frozenEnv = (failpoints: string) => ({
+      ...t.childEnv,
+      EPISODES_FAILPOINTS: failpoints,
+      EPISODES_LOCK_STALE_MS: '2000',
+    });
+
+    it('frozen at allocation.decided: its insert is refused after SIGCONT; the next holder allocates', async () => {
+      await store.ready();
+      const frozen = spawnNode('test/helpers/alloc-client.js', ['0', JSON.stringify([{ key: 'frozen', week: W32 }])], {
+        ...frozenEnv('allocation.decided=delay:500'),
+      });
+      const result = collect(frozen);
+      await freezeAtFailpoint(frozen, 'allocation.decided');
+      const patient = new PostgresEpisodeStore({ url: t.url, lockTimeoutMs: 30_000 });
+      try {
+        assert.equal(
+          (await allocateEpisodeOn(patient, { allocationKey: 'patient', weekId: W32 }, by)).episodeId,
+          '2026-W32-0',
+        );
+      } finally {
+        await patient.close();
+      }
+      frozen.kill('SIGCONT');
+      const r = await result;
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(JSON.parse(r.stdout), [{ key: 'frozen', week: W32, error: ErrorType.StorageFailure }]);
+      assert.deepEqual(
+        (await store.listEpisodes()).map((e) => `${e.episode_id} ${e.allocation_key}`),
+        ['2026-W32-0 patient'],
+      );
+    });
+
+    for (const kind of ['step', 'charge'] as const) {
+      it(`frozen inside an episode update (${kind === 'step' ? 'a step record' : 'a charge'}): refused after SIGCONT; the next holder's write stands`, async () => {
+        const { episodeId } = await alloc('run');
+        // updateEpisode takes the pipeline lock in its transaction; allocation.lock-taken fires right after.
+        const frozen = spawnNode('test/helpers/frozen-writer.js', [episodeId, kind, 'video-r0'], {
+          ...frozenEnv('allocation.lock-taken=delay:500'),
+        });
+        const result = collect(frozen);
+        await freezeAtFailpoint(frozen, 'allocation.lock-taken');
+        const cover = stepRefOf(episodeId, 'cover-r0');
+        const patient = new PostgresEpisodeStore({ url: t.url, lockTimeoutMs: 30_000 });
+        try {
+          await saveStep(patient, cover, () => bareRecord(cover, {}));
+        } finally {
+          await patient.close();
+        }
+        frozen.kill('SIGCONT');
+        const r = await result;
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(r.stdout, ErrorType.StorageFailure, 'the frozen write refused (its session was ended)');
+        const state = await store.getEpisode(parseEpisodeId(episodeId).episodeId);
+        assert.deepEqual(
+          Object.keys(state!.steps),
+          ['cover-r0'],
+          "the next holder's write stands, the frozen one is not in",
+        );
+        assert.deepEqual(state!.ledger, []);
+      });
+    }
+  });
+
   it('maps an unreachable server to a retryable StorageFailure', async () => {
     const url = new URL(t.url);
     url.port = '1'; // nothing listens on port 1
@@ -266,12 +336,12 @@ describe('postgres store specifics', function () {
       const runs = [0, 1, 2, 3].map((p) =>
         runNode(
           'test/helpers/alloc-client.js',
-          [String(startAt), JSON.stringify(keys.map((_, i) => ({ key: keys[(i + 3 * p) % 12], week: W32 })))],
-          {
-            ...t.childEnv,
-            EPISODES_FAILPOINTS: 'allocation.decided=delay:40',
-            EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: '1',
-          },
+          [
+            String(startAt),
+            JSON.stringify(keys.map((_, i) => ({ key: keys[(i + 3 * p) % 12], week: W32 }))),
+            'no-lock',
+          ],
+          { ...t.childEnv, EPISODES_FAILPOINTS: 'allocation.decided=delay:40' },
         ),
       );
       return (await Promise.all(runs)).flatMap((r) => {

@@ -8,9 +8,9 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { episodeIdOfWorkflowId } from '../../src/domain/names';
-import { createLogger, loadTelemetryConfig } from '../../src/telemetry';
-import { DEFAULT_MAX_CACHED_WORKFLOWS, workerCacheOptions } from '../../src/worker-cache';
-import { manifestPath, resolveWorkflowSource, writeWorkflowBundle } from '../../src/workflow-bundle';
+import { createLogger, loadTelemetryConfig } from '../../src/process/telemetry';
+import { DEFAULT_MAX_CACHED_WORKFLOWS, workerCacheOptions } from '../../src/process/worker-cache';
+import { manifestPath, resolveWorkflowSource, writeWorkflowBundle } from '../../src/process/workflow-bundle';
 
 describe('telemetry and worker settings from the environment', () => {
   it('metrics are off unless EPISODES_METRICS_ADDRESS is a host:port; text logs by default', () => {

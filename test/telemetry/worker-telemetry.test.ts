@@ -15,7 +15,7 @@ import { parseEpisodeId } from '../../src/domain/episode-id';
 import type { EpisodeState, LedgerEntry } from '../../src/domain/episode-state';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { startVendorSimulator, type VendorSimulator } from '../../src/vendor-sim/simulator';
-import { resolveWorkflowSource } from '../../src/workflow-bundle';
+import { resolveWorkflowSource } from '../../src/process/workflow-bundle';
 import { collect, runCli, spawnNode } from '../helpers/processes';
 import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal';
 import { closedPort } from '../helpers/vendor';
@@ -55,9 +55,9 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
     };
     const worker = spawnNode('src/worker.js', [], {
       ...common,
-      VENDOR_BASE_URL: vendor.url,
-      VENDOR_API_KEY: '',
-      VENDOR_API_KEY_FILE: keyFile,
+      EPISODES_VENDOR_BASE_URL: vendor.url,
+      EPISODES_VENDOR_API_KEY: '',
+      EPISODES_VENDOR_API_KEY_FILE: keyFile,
       EPISODES_METRICS_ADDRESS: address,
       EPISODES_LOG_FORMAT: 'json',
       EPISODES_LOG_LEVEL: 'DEBUG',
@@ -69,7 +69,12 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
     let samples;
     let state: EpisodeState | undefined;
     try {
-      const cliEnv = { ...common, VENDOR_API_KEY: '', VENDOR_API_KEY_FILE: '', EPISODES_FAILPOINTS: '' };
+      const cliEnv = {
+        ...common,
+        EPISODES_VENDOR_API_KEY: '',
+        EPISODES_VENDOR_API_KEY_FILE: '',
+        EPISODES_FAILPOINTS: '',
+      };
       const run = await runCli(['run', '--key', 'telemetry-run', '--week', W32, '--json'], cliEnv);
       assert.equal(run.code, 0, run.stderr);
       const id = parseEpisodeId((JSON.parse(run.stdout) as { episodeId: string }).episodeId).episodeId;

@@ -4,8 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { ErrorType } from '../../src/shared';
-import { isPipelineError } from '../../src/domain/errors';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { VendorClient } from '../../src/vendor-api/client';
 import {
   closedPort,

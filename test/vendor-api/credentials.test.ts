@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { isPipelineError } from '../../src/domain/errors';
-import { ErrorType } from '../../src/shared';
+import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { createVendorClient } from '../../src/vendor-api/client';
 import { envCredentialsLoader, type CredentialsLoader } from '../../src/vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../../src/vendor-api/endpoint';
@@ -19,24 +18,24 @@ function keyFile(content: string, mode = 0o600): string {
 const isCredentialsMissing = (e: unknown) => isPipelineError(e, ErrorType.CredentialsMissing) && !e.retryable;
 
 describe('vendor credentials', () => {
-  it('VENDOR_API_KEY', async () => {
-    assert.equal(await envCredentialsLoader({ VENDOR_API_KEY: TEST_API_KEY }).load(), TEST_API_KEY);
+  it('EPISODES_VENDOR_API_KEY', async () => {
+    assert.equal(await envCredentialsLoader({ EPISODES_VENDOR_API_KEY: TEST_API_KEY }).load(), TEST_API_KEY);
   });
 
-  it('VENDOR_API_KEY_FILE, trimmed', async () => {
+  it('EPISODES_VENDOR_API_KEY_FILE, trimmed', async () => {
     const file = keyFile(`\n  ${TEST_API_KEY}\n`);
-    assert.equal(await envCredentialsLoader({ VENDOR_API_KEY_FILE: file }).load(), TEST_API_KEY);
+    assert.equal(await envCredentialsLoader({ EPISODES_VENDOR_API_KEY_FILE: file }).load(), TEST_API_KEY);
   });
 
   it('no key, an empty key, an empty file, a missing file, both variables → CredentialsMissing, non-retryable', async () => {
     const envs: NodeJS.ProcessEnv[] = [
       {},
-      { VENDOR_API_KEY: '' },
-      { VENDOR_API_KEY: '   ' },
-      { VENDOR_API_KEY_FILE: keyFile('\n') },
-      { VENDOR_API_KEY_FILE: path.join(os.tmpdir(), 'no-such-dir-vendor', 'key') },
-      { VENDOR_API_KEY_FILE: os.tmpdir() },
-      { VENDOR_API_KEY: TEST_API_KEY, VENDOR_API_KEY_FILE: keyFile(TEST_API_KEY) },
+      { EPISODES_VENDOR_API_KEY: '' },
+      { EPISODES_VENDOR_API_KEY: '   ' },
+      { EPISODES_VENDOR_API_KEY_FILE: keyFile('\n') },
+      { EPISODES_VENDOR_API_KEY_FILE: path.join(os.tmpdir(), 'no-such-dir-vendor', 'key') },
+      { EPISODES_VENDOR_API_KEY_FILE: os.tmpdir() },
+      { EPISODES_VENDOR_API_KEY: TEST_API_KEY, EPISODES_VENDOR_API_KEY_FILE: keyFile(TEST_API_KEY) },
     ];
     for (const env of envs) {
       await assert.rejects(
@@ -49,7 +48,7 @@ describe('vendor credentials', () => {
 
   it('a malformed key is refused without quoting it', async () => {
     const bad = 'sk-test two words SECRETPART';
-    for (const env of [{ VENDOR_API_KEY: bad }, { VENDOR_API_KEY_FILE: keyFile(bad) }]) {
+    for (const env of [{ EPISODES_VENDOR_API_KEY: bad }, { EPISODES_VENDOR_API_KEY_FILE: keyFile(bad) }]) {
       const e = await rejection(envCredentialsLoader(env).load());
       assert.ok(isCredentialsMissing(e));
       assertNoSecret(e, 'SECRETPART');
@@ -60,12 +59,12 @@ describe('vendor credentials', () => {
     const warnings: string[] = [];
     const warn = (m: string) => warnings.push(m);
     assert.equal(
-      await envCredentialsLoader({ VENDOR_API_KEY_FILE: keyFile(TEST_API_KEY, 0o600) }, { warn }).load(),
+      await envCredentialsLoader({ EPISODES_VENDOR_API_KEY_FILE: keyFile(TEST_API_KEY, 0o600) }, { warn }).load(),
       TEST_API_KEY,
     );
     assert.deepEqual(warnings, []);
     assert.equal(
-      await envCredentialsLoader({ VENDOR_API_KEY_FILE: keyFile(TEST_API_KEY, 0o644) }, { warn }).load(),
+      await envCredentialsLoader({ EPISODES_VENDOR_API_KEY_FILE: keyFile(TEST_API_KEY, 0o644) }, { warn }).load(),
       TEST_API_KEY,
     );
     assert.equal(warnings.length, 1);
@@ -74,10 +73,10 @@ describe('vendor credentials', () => {
   });
 
   it('is lazy: nothing is read until load(), and the environment is read at load() time', async () => {
-    const env: NodeJS.ProcessEnv = { VENDOR_API_KEY_FILE: path.join(os.tmpdir(), 'not-yet-there', 'key') };
+    const env: NodeJS.ProcessEnv = { EPISODES_VENDOR_API_KEY_FILE: path.join(os.tmpdir(), 'not-yet-there', 'key') };
     const loader = envCredentialsLoader(env);
-    env.VENDOR_API_KEY_FILE = undefined;
-    env.VENDOR_API_KEY = TEST_API_KEY;
+    env.EPISODES_VENDOR_API_KEY_FILE = undefined;
+    env.EPISODES_VENDOR_API_KEY = TEST_API_KEY;
     assert.equal(await loader.load(), TEST_API_KEY);
   });
 
@@ -102,22 +101,25 @@ describe('vendor credentials', () => {
 });
 
 describe('vendor endpoint from the environment', () => {
-  it('defaults to the simulator port and a 10 s timeout; honours VENDOR_BASE_URL and VENDOR_TIMEOUT_MS', () => {
+  it('defaults to the simulator port and a 10 s timeout; honours EPISODES_VENDOR_BASE_URL and EPISODES_VENDOR_TIMEOUT_MS', () => {
     const d = vendorEndpointFromEnv({});
     assert.equal(d.baseUrl.href, 'http://127.0.0.1:8790/');
     assert.equal(d.timeoutMs, 10_000);
-    const e = vendorEndpointFromEnv({ VENDOR_BASE_URL: 'https://api.vendor.example/v', VENDOR_TIMEOUT_MS: '2500' });
+    const e = vendorEndpointFromEnv({
+      EPISODES_VENDOR_BASE_URL: 'https://api.vendor.example/v',
+      EPISODES_VENDOR_TIMEOUT_MS: '2500',
+    });
     assert.equal(e.baseUrl.href, 'https://api.vendor.example/v/');
     assert.equal(e.timeoutMs, 2500);
   });
 
   it('refuses a bad URL or timeout with InvalidInput', () => {
     for (const env of [
-      { VENDOR_BASE_URL: 'not a url' },
-      { VENDOR_BASE_URL: 'http://vendor.example' },
-      { VENDOR_BASE_URL: 'https://vendor.example/?token=x' },
-      { VENDOR_TIMEOUT_MS: '0' },
-      { VENDOR_TIMEOUT_MS: 'soon' },
+      { EPISODES_VENDOR_BASE_URL: 'not a url' },
+      { EPISODES_VENDOR_BASE_URL: 'http://vendor.example' },
+      { EPISODES_VENDOR_BASE_URL: 'https://vendor.example/?token=x' },
+      { EPISODES_VENDOR_TIMEOUT_MS: '0' },
+      { EPISODES_VENDOR_TIMEOUT_MS: 'soon' },
     ]) {
       assert.throws(
         () => vendorEndpointFromEnv(env),

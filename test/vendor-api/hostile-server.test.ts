@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import type * as http from 'node:http';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { clientFor, rejection, useHostileServers, videoRequest, asVendorError } from '../helpers/vendor';
 
 const accepted = {

@@ -291,6 +291,20 @@ describe('vendor simulator (raw HTTP)', () => {
       assert.equal(sim.billing().length, 2);
     });
 
+    it('holdKinds: a held kind stays running, other kinds finish; a set without it releases it', async () => {
+      const sim = await startSim({ jobDurationMs: 0, media: 'synthetic', faults: { holdKinds: ['video'] } });
+      const submit = async (body: Record<string, unknown>, key: string) =>
+        ((await raw(sim, 'POST', '/v1/jobs', { body, idempotencyKey: key })).json as { job_id: string }).job_id;
+      const video = await submit(videoRequest, 'k1');
+      const cover = await submit({ ...videoRequest, kind: 'cover' }, 'k2');
+      const status = async (id: string) =>
+        ((await raw(sim, 'GET', `/v1/jobs/${id}`)).json as { status: string }).status;
+      assert.deepEqual([await status(video), await status(cover)], ['running', 'succeeded']);
+      sim.setFaults({});
+      assert.equal(await status(video), 'succeeded');
+      assert.equal(sim.billing().length, 2);
+    });
+
     it('latencyMs delays answers', async () => {
       const sim = await startSim({ faults: { latencyMs: 400 } });
       const started = Date.now();

@@ -48,8 +48,8 @@ describe('episodes vendor-sim', function () {
     }
   });
 
-  it('serves the API with the key from VENDOR_API_KEY, logs without the key, and stops on SIGTERM with 0', async () => {
-    const sim = await startCli([], { VENDOR_API_KEY: TEST_API_KEY });
+  it('serves the API with the key from EPISODES_VENDOR_API_KEY, logs without the key, and stops on SIGTERM with 0', async () => {
+    const sim = await startCli([], { EPISODES_VENDOR_API_KEY: TEST_API_KEY });
     running.push(sim);
     const client = new VendorClient({ baseUrl: sim.url, apiKey: TEST_API_KEY });
     await client.submitJob(videoRequest, 'k1');
@@ -77,13 +77,13 @@ describe('episodes vendor-sim', function () {
 
   it('--state-file: a restarted simulator still knows the job and replays it', async () => {
     const stateFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'vendor-cli-')), 'state.json');
-    const first = await startCli(['--state-file', stateFile, '--quiet'], { VENDOR_API_KEY: TEST_API_KEY });
+    const first = await startCli(['--state-file', stateFile, '--quiet'], { EPISODES_VENDOR_API_KEY: TEST_API_KEY });
     running.push(first);
     const a = await new VendorClient({ baseUrl: first.url, apiKey: TEST_API_KEY }).submitJob(videoRequest, 'k1');
     first.child.kill('SIGINT');
     assert.equal(await first.exited, 0);
 
-    const second = await startCli(['--state-file', stateFile, '--quiet'], { VENDOR_API_KEY: TEST_API_KEY });
+    const second = await startCli(['--state-file', stateFile, '--quiet'], { EPISODES_VENDOR_API_KEY: TEST_API_KEY });
     running.push(second);
     const client = new VendorClient({ baseUrl: second.url, apiKey: TEST_API_KEY });
     const b = await client.submitJob(videoRequest, 'k1');

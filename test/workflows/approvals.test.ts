@@ -7,19 +7,21 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { MAX_APPROVER, MAX_NOTES } from '../../src/domain/decision';
+import { MAX_APPROVER, MAX_NOTES, decisionInputProblem } from '../../src/domain/decision';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import type { EpisodeId } from '../../src/domain/episode-id';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { episodeProductionWorkflow, weeklyEpisodeWorkflow } from '../../src/workflows';
 import {
   approveSignal,
   approveUpdate,
+  requestReworkSignal,
   requestReworkUpdate,
   statusQuery,
   type ProductionStatus,
 } from '../../src/workflows/messages';
+import { sendDecision } from '../../src/review/decision-updates';
 import { runCli } from '../helpers/processes';
 import { capturedLogs } from '../helpers/setup';
 import { temporalCliPath } from '../helpers/temporal';
@@ -127,8 +129,8 @@ describe('approvals that answer, late signals, UI details, one search per episod
         return st.lateDecisions?.length ? st : undefined;
       });
       assert.deepEqual(
-        s.decisions,
-        [{ round: 0, kind: 'approve', by: winner }],
+        s.decisions?.map(({ round, kind, by, channel }) => ({ round, kind, by, channel })),
+        [{ round: 0, kind: 'approve', by: winner, channel: 'cli' }],
         'one decision, whoever asked how often',
       );
       assert.equal(s.lateDecisions?.[0]?.by, 'late-editor');
@@ -184,6 +186,92 @@ describe('approvals that answer, late signals, UI details, one search per episod
     });
   });
 
+  it('decision signals pass the updates’ checks: an invalid one is dropped, logged and listed, and pays nothing', async () => {
+    await t.withWorker(async () => {
+      const [id, h] = await startProduction('bad-signals');
+      await awaitingApproval(h);
+      const bad = [
+        { kind: 'approve', input: { by: '', round: 0 } }, // approved under an empty name before the check
+        { kind: 'approve', input: { by: '   ' } },
+        { kind: 'approve', input: { by: 'x'.repeat(MAX_APPROVER + 1) } },
+        { kind: 'approve', input: { by: 42 } },
+        { kind: 'rework', input: { notes: '', by: 'editor' } },
+        { kind: 'rework', input: { notes: 'x'.repeat(MAX_NOTES + 1), by: 'editor' } },
+        { kind: 'rework', input: { notes: 'ring \u0007 the bell', by: 'editor' } },
+        { kind: 'rework', input: { by: 'editor' } },
+      ] as const;
+      for (const b of bad) {
+        await h.signal(b.kind === 'approve' ? approveSignal : requestReworkSignal, b.input as never);
+      }
+      const s = await until('every invalid signal listed (or one taken)', async () => {
+        const st = await h.query(statusQuery);
+        return st.droppedDecisions?.length === bad.length || st.decisions?.length ? st : undefined;
+      });
+      assert.deepEqual(s.decisions, [], 'no invalid signal is taken as a decision');
+      assert.deepEqual(
+        s.droppedDecisions?.map((d) => [d.kind, d.reason]),
+        bad.map((b) => [b.kind, decisionInputProblem(b.kind, b.input)]),
+      );
+      assert.equal(s.droppedDecisions?.[2]?.by, 'x'.repeat(MAX_APPROVER), 'an over-long name is kept cut');
+      assert.equal(s.droppedDecisions?.[3]?.by, null);
+      assert.deepEqual([s.phase, s.reworkRound, s.decisions, s.lateDecisions], ['awaiting_approval', 0, [], []]);
+      assert.equal((await t.store.requireEpisode(id)).approval?.status, 'pending');
+      assert.ok(
+        capturedLogs.some((l) => l.includes('decision signal refused: dropped') && l.includes(id)),
+        'each one is logged',
+      );
+      const status = await cli('status', id);
+      assert.match(status.stdout, /DROPPED +approve signal by "" at .*: the approver name must not be empty/);
+
+      await h.signal(approveSignal, { by: 'editor', round: 0 });
+      const result = await h.result();
+      assert.equal(result.outcome === 'completed' && result.approvedBy, 'editor');
+      await assertChargedOnce(id, ['video', 'cover', 'assembly']);
+    });
+  });
+
+  it('each decision records its channel and who made it: signal, Temporal update, review desk, CLI', async () => {
+    await t.withWorker(async () => {
+      const [id, h] = await startProduction('channels');
+      await awaitingApproval(h);
+      await h.signal(requestReworkSignal, { notes: 'one', by: 'sam', round: 0 });
+      await awaitingApproval(h, 1);
+      // The Temporal UI's "Send an Update" under an ID of the user's own.
+      const updateId = `ui-${id}-r1-rework-uma`;
+      await h.executeUpdate(requestReworkUpdate, { args: [{ notes: 'two', by: 'uma', round: 1 }], updateId });
+      await awaitingApproval(h, 2);
+      await sendDecision(t.env.client, id, { kind: 'rework', by: 'dee', notes: 'three' }, { pinned: 2, door: 'desk' });
+      await awaitingApproval(h, 3);
+      assert.equal((await cli('approve', id, '--by', 'cai', '--round', '3')).code, 0);
+      await h.result();
+      const expected = [
+        [0, 'rework', 'sam', 'signal'],
+        [1, 'rework', 'uma', 'update'],
+        [2, 'rework', 'dee', 'desk'],
+        [3, 'approve', 'cai', 'cli'],
+      ];
+      const facts = (d: { round: number; kind: string; by: string; channel?: string }) => [
+        d.round,
+        d.kind,
+        d.by,
+        d.channel,
+      ];
+      const s = await h.query(statusQuery);
+      assert.deepEqual(s.decisions?.map(facts), expected, 'in the status query');
+      const stored = (await t.store.requireEpisode(id)).approval;
+      assert.deepEqual(stored?.decisions?.map(facts), expected, 'in the store');
+      assert.deepEqual(
+        stored?.decisions?.map((d) => d.at),
+        s.decisions?.map((d) => d.at),
+        'at the workflow time of each',
+      );
+      const status = await cli('status', id);
+      assert.match(status.stdout, /round 2: rework by dee through the review desk/);
+      assert.match(status.stdout, /round 1: rework by uma through a Temporal update/);
+      await assertChargedOnce(id, ['video', 'cover', 'rework', 'rework', 'rework', 'assembly']);
+    });
+  });
+
   it('a rework retried with --round after its new round opened gets the first answer, not a second paid rework', async () => {
     await t.withWorker(async () => {
       const [id, h] = await startProduction('rework-retry');
@@ -201,7 +289,10 @@ describe('approvals that answer, late signals, UI details, one search per episod
       assert.equal(retried.stdout, first.stdout, 'the same answer');
       const s = await h.query(statusQuery);
       assert.equal(s.reworkRound, 1, 'no second rework round');
-      assert.deepEqual(s.decisions, [{ round: 0, kind: 'rework', by: 'editor' }]);
+      assert.deepEqual(
+        s.decisions?.map(({ round, kind, by, channel }) => ({ round, kind, by, channel })),
+        [{ round: 0, kind: 'rework', by: 'editor', channel: 'cli' }],
+      );
       // A decision pinned to a round that is not open is refused, and changes nothing.
       const stale = await cli('approve', id, '--by', 'other', '--round', '0');
       assert.equal(stale.code, 1, stale.stderr);
@@ -230,7 +321,9 @@ describe('approvals that answer, late signals, UI details, one search per episod
       assert.match(metadata.currentDetails, /Waiting for approval of round 0 since \d{4}-/);
       assert.ok(metadata.currentDetails.includes(`npx episodes approve ${id} --by NAME`), metadata.currentDetails);
       assert.match(metadata.currentDetails, /update or signal `requestRework`/);
-      assert.ok(metadata.currentDetails.includes(decisionUpdateId(id, 0, 'approve', 'NAME')), metadata.currentDetails);
+      // An update ID of the UI's own: the CLI's would record the decision as the CLI's.
+      assert.ok(metadata.currentDetails.includes(`ui-${id}-r0-approve-NAME`), metadata.currentDetails);
+      assert.ok(!metadata.currentDetails.includes(decisionUpdateId(id, 0, 'approve', 'NAME')), metadata.currentDetails);
       const described = [
         ...metadata.definition.queryDefinitions,
         ...metadata.definition.signalDefinitions,

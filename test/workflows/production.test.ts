@@ -8,13 +8,13 @@ import * as path from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common';
 import { MockActivityEnvironment, type TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Worker } from '@temporalio/worker';
+import { DefaultLogger } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../src/activities';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
 import { parseEpisodeId, type EpisodeId } from '../../src/domain/episode-id';
 import { parseWeekId } from '../../src/domain/week-id';
-import { ErrorType } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { episodeProductionWorkflow, paidStepWorkflow, type weeklyEpisodeWorkflow } from '../../src/workflows';
@@ -30,7 +30,7 @@ import { runCli, spawnNode } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { sleep, until } from '../helpers/wait';
 import { capturedLogs } from '../helpers/setup';
-import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, createTestWorker, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { paidStepWorkflowId, productionWorkflowId } from '../../src/domain/names';
 
 const execFileAsync = promisify(execFile);
@@ -76,15 +76,15 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
   const operatorEnv = () => ({
     EPISODES_DATA_DIR: dir,
     EPISODES_STORE_URL: '',
-    VENDOR_BASE_URL: vendor.url,
-    VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-    VENDOR_API_KEY_FILE: '',
+    EPISODES_VENDOR_BASE_URL: vendor.url,
+    EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    EPISODES_VENDOR_API_KEY_FILE: '',
     TEMPORAL_ADDRESS: env.address,
     EPISODES_TASK_QUEUE: taskQueue,
   });
 
   async function withWorker<T>(fn: () => Promise<T>, extra: Partial<ActivityDeps> = {}): Promise<T> {
-    const worker = await Worker.create({
+    const worker = await createTestWorker({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await workflowBundle(),
@@ -294,9 +294,9 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       const cliEnv = {
         EPISODES_DATA_DIR: dir,
         EPISODES_STORE_URL: '',
-        VENDOR_BASE_URL: vendor.url,
-        VENDOR_API_KEY: '',
-        VENDOR_API_KEY_FILE: path.join(dir, 'no-such-key-file'),
+        EPISODES_VENDOR_BASE_URL: vendor.url,
+        EPISODES_VENDOR_API_KEY: '',
+        EPISODES_VENDOR_API_KEY_FILE: path.join(dir, 'no-such-key-file'),
         TEMPORAL_ADDRESS: '127.0.0.1:1',
       };
       for (const args of [
@@ -323,9 +323,9 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       EPISODES_TASK_QUEUE: taskQueue,
       EPISODES_DATA_DIR: dir,
       EPISODES_STORE_URL: '',
-      VENDOR_BASE_URL: vendor.url,
-      VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
-      VENDOR_API_KEY_FILE: '',
+      EPISODES_VENDOR_BASE_URL: vendor.url,
+      EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+      EPISODES_VENDOR_API_KEY_FILE: '',
       EPISODES_FAILPOINTS: 'submission.accepted=kill',
     });
     const died = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_c, signal) => resolve(signal)));

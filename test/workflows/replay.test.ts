@@ -5,8 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { recordedHistories, replayAll, type ReplayOutcome } from '../helpers/replay';
-import { EPISODE_RUNS_TAGGED_PATCH, REVIEW_NOTICE_PATCH } from '../../src/domain/names';
+import { DECISION_CHANNELS_PATCH, EPISODE_RUNS_TAGGED_PATCH, REVIEW_NOTICE_PATCH } from '../../src/domain/names';
 import { workflowBundle } from '../helpers/temporal';
+
+/** The JSON values of the payloads at `path` in a history event (`…/payloads[].data`, base64). */
+function payloadsAt(event: unknown, ...path: string[]): unknown[] {
+  let at: unknown = event;
+  for (const key of path) at = (at as Record<string, unknown> | undefined)?.[key];
+  const payloads = (at as { payloads?: { data: string }[] } | undefined)?.payloads ?? [];
+  return payloads.map((p) => JSON.parse(Buffer.from(p.data, 'base64').toString('utf8')) as unknown);
+}
 
 describe('recorded histories replay against the current workflow code', function () {
   this.timeout(120_000);
@@ -67,6 +75,47 @@ describe('recorded histories replay against the current workflow code', function
     for (const set of [undefined, 'tagged']) {
       assert.ok(productions(set).length >= 5);
       assert.equal(productions(set).filter(patched).length, 0, `set ${set ?? 'first'} predates the patch`);
+    }
+  });
+
+  it('holds both branches of the decision-channels patch: the sets before it without it, its own set with it', () => {
+    // Decoded, not searched as base64: the id's bytes need not fall on a base64 boundary.
+    const patched = (h: (typeof histories)[number]) =>
+      h.json.events.some((e) =>
+        payloadsAt(e, 'markerRecordedEventAttributes', 'details', 'patch-data').some(
+          (d) => (d as { id?: string }).id === DECISION_CHANNELS_PATCH,
+        ),
+      );
+    const setOf = (h: (typeof histories)[number]) => h.file.split('/')[0]!.split('.')[1];
+    const decided = (set: string | undefined) =>
+      histories.filter(
+        (h) =>
+          setOf(h) === set &&
+          JSON.stringify(h.json.events[0]).includes('episodeProductionWorkflow') &&
+          !h.file.startsWith('approval-expired'),
+      );
+    const later = decided('decision-channels');
+    assert.ok(later.length >= 7, 'the decision-channels set holds the productions that took a decision');
+    assert.equal(later.filter(patched).length, later.length, 'each of them asked the patch at its decision');
+    // decisions-by-channel: an empty-name signal (dropped), then the desk's rework and the CLI's approval.
+    const byChannel = later.find((h) => h.file.startsWith('decisions-by-channel'));
+    assert.ok(byChannel, 'the decisions-by-channel scenario is recorded');
+    const { events } = byChannel.json;
+    const signals = events.flatMap((e) => payloadsAt(e, 'workflowExecutionSignaledEventAttributes', 'input'));
+    assert.deepEqual(signals, [{ by: '', round: 0 }]);
+    const updates = events.flatMap((e) =>
+      payloadsAt(e, 'workflowExecutionUpdateCompletedEventAttributes', 'outcome', 'success'),
+    );
+    assert.deepEqual(
+      updates.map((u) => [(u as { kind: string }).kind, (u as { channel: string }).channel]),
+      [
+        ['rework', 'desk'],
+        ['approve', 'cli'],
+      ],
+    );
+    for (const set of [undefined, 'tagged', 'review-notice']) {
+      assert.ok(decided(set).length >= 4);
+      assert.equal(decided(set).filter(patched).length, 0, `set ${set ?? 'first'} predates the patch`);
     }
   });
 

@@ -6,19 +6,18 @@ import * as path from 'node:path';
 import { WorkflowFailedError, type WorkflowExecutionInfo } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { isoWeekOfInstant } from '../../src/domain/week-id';
-import { EpisodeIdSearchAttribute, ErrorType, WeekIdSearchAttribute } from '../../src/shared';
+import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { weeklyEpisodeWorkflow, type WeeklyEpisodeResult } from '../../src/workflows/weekly-episode';
 import { spawnNode } from '../helpers/processes';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { startTestVendor, testDeps } from '../helpers/deps';
-import { createTestEnv, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
+import { createTestEnv, createTestWorker, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
-import { productionWorkflowId } from '../../src/domain/names';
+import { productionWorkflowId, EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../../src/domain/names';
 
 describe('weeklyEpisodeWorkflow on the dev server', function () {
   this.timeout(120_000);
@@ -46,7 +45,7 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
   afterEach(() => fs.rm(dir, { recursive: true, force: true }));
 
   async function withWorker<T>(fn: () => Promise<T>): Promise<T> {
-    const worker = await Worker.create({
+    const worker = await createTestWorker({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await workflowBundle(),
@@ -197,7 +196,7 @@ describe('weeklyEpisodeWorkflow on the dev server', function () {
       EPISODES_DATA_DIR: dir,
       EPISODES_STORE_URL: '',
       EPISODES_FAILPOINTS: 'allocation.before-return=kill',
-      VENDOR_BASE_URL: vendor.url,
+      EPISODES_VENDOR_BASE_URL: vendor.url,
     });
     const exited = new Promise<NodeJS.Signals | null>((resolve) =>
       child.on('exit', (_code, signal) => resolve(signal)),

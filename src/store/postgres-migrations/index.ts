@@ -4,6 +4,7 @@
  * edited once released: add `NNN-<name>.ts` with the next version and append it here.
  */
 import { migration001 } from './001-initial-schema';
+import { migration002 } from './002-review-sessions';
 
 export interface Migration {
   readonly version: number;
@@ -11,6 +12,6 @@ export interface Migration {
   readonly sql: string;
 }
 
-export const MIGRATIONS: readonly Migration[] = [migration001];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -4,8 +4,7 @@
  */
 import type { QueryResult } from 'pg';
 import { z } from 'zod';
-import { PipelineError } from '../../domain/errors';
-import { ErrorType } from '../../shared';
+import { PipelineError, ErrorType } from '../../domain/errors';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './index';
 
 /** Serialises schema migrations of processes starting at the same time (the pipeline lock's key + 1). */

@@ -1,6 +1,6 @@
 /**
  * The one way every process reaches Temporal: the client `Connection` (CLI, demo, bench, tests) and the worker's
- * `NativeConnection` are built here from the same TemporalSettings (src/config.ts, the `temporal` CLI's profile
+ * `NativeConnection` are built here from the same TemporalSettings (config.ts, the `temporal` CLI's profile
  * rules). A failure to connect is one PipelineError line that names the cause, within the connect timeout, and never
  * contains the API key or a private key.
  */
@@ -10,8 +10,7 @@ import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { toClientOptions } from '@temporalio/envconfig';
 import type { NativeConnection } from '@temporalio/worker';
 import type { TemporalSettings } from './config';
-import { PipelineError } from './domain/errors';
-import { ErrorType } from './shared';
+import { PipelineError, ErrorType } from '../domain/errors';
 
 type TlsOption = ConnectionOptions['tls'];
 

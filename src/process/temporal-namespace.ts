@@ -6,8 +6,8 @@
 import type { ConnectionLike } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
-import { PipelineError } from './domain/errors';
-import { EpisodeIdSearchAttribute, ErrorType, WeekIdSearchAttribute } from './shared';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../domain/names';
 
 export const REQUIRED_SEARCH_ATTRIBUTES: readonly { name: string; type: SearchAttributeType }[] = [
   EpisodeIdSearchAttribute,

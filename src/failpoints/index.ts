@@ -3,13 +3,14 @@
  * Off unless EPISODES_FAILPOINTS names a point, e.g. `allocation.index-written=kill,submission.accepted=delay:500`.
  * When the variable is unset `failpoint()` is a single map lookup on an empty map.
  *
- * Actions: `kill` (SIGKILL this process), `throw` (a plain Error), `delay:<ms>`, `enospc` / `eio` (a StorageFailure with
- * that errno `code`, as a real disk error surfaces). An optional `@<n>` suffix fires only on the n-th hit (1-based), e.g.
+ * Actions: `kill` (SIGKILL this process), `stop` (SIGSTOP: frozen until someone sends SIGCONT), `throw` (a plain Error),
+ * `delay:<ms>` (announced by one line on stderr), `enospc` / `eio` (a StorageFailure with that errno `code`, as a real
+ * disk error surfaces). An optional `@<n>` suffix fires only on the n-th hit (1-based), e.g.
  * `allocation.index-written=kill@3`. `fs.write` sits half-way through every durable file write (`fs.write=enospc@2`
  * fails the second write of the process with its temp file half written).
  */
-import { PipelineError } from './domain/errors';
-import { ErrorType } from './shared';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { readSetting } from '../settings/read';
 
 /** Every failpoint there is. A name outside this list is refused when EPISODES_FAILPOINTS is parsed, not ignored. */
 export const FAILPOINT_NAMES = [
@@ -47,7 +48,7 @@ function isFailpointName(name: string): name is FailpointName {
   return (FAILPOINT_NAMES as readonly string[]).includes(name);
 }
 
-type Action = { kind: 'kill' | 'throw' | 'enospc' | 'eio' } | { kind: 'delay'; ms: number };
+type Action = { kind: 'kill' | 'stop' | 'throw' | 'enospc' | 'eio' } | { kind: 'delay'; ms: number };
 
 interface Rule {
   action: Action;
@@ -60,14 +61,14 @@ export function parseFailpoints(spec: string | undefined): Map<FailpointName, Ru
   for (const raw of (spec ?? '').split(',')) {
     const item = raw.trim();
     if (!item) continue;
-    const m = /^([a-z0-9.-]+)=(kill|throw|enospc|eio|delay:(\d+))(?:@(\d+))?$/.exec(item);
+    const m = /^([a-z0-9.-]+)=(kill|stop|throw|enospc|eio|delay:(\d+))(?:@(\d+))?$/.exec(item);
     if (!m) throw new Error(`EPISODES_FAILPOINTS: cannot parse ${JSON.stringify(item)}`);
     const [, name = '', actionText, ms, nth] = m;
     if (!isFailpointName(name)) throw new Error(`EPISODES_FAILPOINTS: no failpoint is named ${JSON.stringify(name)}`);
     const action: Action =
       ms !== undefined
         ? { kind: 'delay', ms: Number(ms) }
-        : { kind: actionText as 'kill' | 'throw' | 'enospc' | 'eio' };
+        : { kind: actionText as 'kill' | 'stop' | 'throw' | 'enospc' | 'eio' };
     rules.set(name, { action, onHit: nth === undefined ? null : Number(nth), hits: 0 });
   }
   return rules;
@@ -86,7 +87,7 @@ export class FailpointError extends Error {
 }
 
 export async function failpoint(name: FailpointName): Promise<void> {
-  rules ??= parseFailpoints(process.env.EPISODES_FAILPOINTS);
+  rules ??= parseFailpoints(readSetting('EPISODES_FAILPOINTS'));
   if (rules.size === 0) return;
   const rule = rules.get(name);
   if (!rule) return;
@@ -97,6 +98,10 @@ export async function failpoint(name: FailpointName): Promise<void> {
       process.kill(process.pid, 'SIGKILL');
       // SIGKILL is delivered asynchronously; never let the caller run past the point.
       await new Promise<never>(() => undefined);
+      return;
+    case 'stop':
+      // Frozen where it stands, holding whatever it holds, until a SIGCONT: a process paused past its lease.
+      process.kill(process.pid, 'SIGSTOP');
       return;
     case 'throw':
       throw new FailpointError(name);
@@ -110,8 +115,12 @@ export async function failpoint(name: FailpointName): Promise<void> {
         { code },
       );
     }
-    case 'delay':
-      await new Promise((resolve) => setTimeout(resolve, (rule.action as { ms: number }).ms));
+    case 'delay': {
+      const { ms } = rule.action;
+      // One line, so that a test can act at this moment (freeze the process, fault the store): a logical event.
+      process.stderr.write(`failpoint ${name}: delay ${ms} ms (pid ${process.pid})\n`);
+      await new Promise((resolve) => setTimeout(resolve, ms));
       return;
+    }
   }
 }

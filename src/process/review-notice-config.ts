@@ -5,14 +5,11 @@
  * The timeout is of one POST (default 10 s, at most 30 s). The review desk reads the public URL by the same rule.
  */
 import { z } from 'zod';
-import { unsetIfEmpty } from './config';
-import { PipelineError } from './domain/errors';
-import { firstIssue } from './domain/zod-issue';
-import { ErrorType } from './shared';
-import { DEFAULT_REVIEW_WEBHOOK_TIMEOUT_MS, type ReviewNoticeSettings } from './activities/review-notice';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { firstIssue } from '../domain/zod-issue';
+import type { ReviewNoticeSettings } from '../activities/review-notice';
+import { readSettings } from '../settings/read';
 
-/** Below the notice activity's 1 min start-to-close timeout, so an attempt ends by its own timeout first. */
-export const MAX_REVIEW_WEBHOOK_TIMEOUT_MS = 30_000;
 const MAX_URL_LENGTH = 2_048;
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -46,56 +43,49 @@ const urlSchema = (rules: UrlRule[]) =>
     });
 
 /** The desk's address as people reach it: the notices link to it, and the desk sets Secure cookies when it is https. */
-const publicUrlSchema = z.preprocess(
-  unsetIfEmpty,
-  urlSchema([httpOrHttps, noCredentials, noFragment, (u) => (u.search ? 'must not contain a query' : undefined)])
-    .transform((u) => {
-      if (!u.pathname.endsWith('/')) u.pathname += '/';
-      return u;
-    })
-    .optional(),
-);
+const publicUrlSchema = urlSchema([
+  httpOrHttps,
+  noCredentials,
+  noFragment,
+  (u) => (u.search ? 'must not contain a query' : undefined),
+])
+  .transform((u) => {
+    if (!u.pathname.endsWith('/')) u.pathname += '/';
+    return u;
+  })
+  .optional();
 
-const envSchema = z.object({
-  // Webhook URLs may carry their token in the path or the query (Slack, Google Chat); plain http only on this machine.
-  EPISODES_REVIEW_WEBHOOK_URL: z.preprocess(
-    unsetIfEmpty,
-    urlSchema([
-      httpOrHttps,
-      noCredentials,
-      noFragment,
-      (u) =>
-        u.protocol === 'https:' || LOOPBACK_HOSTS.has(u.hostname)
-          ? undefined
-          : 'must be https (plain http only to localhost): it is a secret',
-    ]).optional(),
-  ),
-  EPISODES_REVIEW_PUBLIC_URL: publicUrlSchema,
-  EPISODES_REVIEW_WEBHOOK_TIMEOUT_MS: z.preprocess(
-    unsetIfEmpty,
-    z.coerce.number().int().min(100).max(MAX_REVIEW_WEBHOOK_TIMEOUT_MS).default(DEFAULT_REVIEW_WEBHOOK_TIMEOUT_MS),
-  ),
-});
+// Webhook URLs may carry their token in the path or the query (Slack, Google Chat); plain http only on this machine.
+const webhookUrlSchema = urlSchema([
+  httpOrHttps,
+  noCredentials,
+  noFragment,
+  (u) =>
+    u.protocol === 'https:' || LOOPBACK_HOSTS.has(u.hostname)
+      ? undefined
+      : 'must be https (plain http only to localhost): it is a secret',
+]).optional();
 
 export function loadReviewNoticeSettings(env: NodeJS.ProcessEnv = process.env): ReviewNoticeSettings {
-  const parsed = parseEnv(envSchema, env);
+  const s = readSettings(['EPISODES_REVIEW_WEBHOOK_URL', 'EPISODES_REVIEW_WEBHOOK_TIMEOUT_MS'], env);
   return {
-    webhookUrl: parsed.EPISODES_REVIEW_WEBHOOK_URL,
-    publicUrl: parsed.EPISODES_REVIEW_PUBLIC_URL,
-    timeoutMs: parsed.EPISODES_REVIEW_WEBHOOK_TIMEOUT_MS,
+    webhookUrl: parseUrl('EPISODES_REVIEW_WEBHOOK_URL', webhookUrlSchema, s.EPISODES_REVIEW_WEBHOOK_URL),
+    publicUrl: loadReviewPublicUrl(env),
+    timeoutMs: s.EPISODES_REVIEW_WEBHOOK_TIMEOUT_MS,
   };
 }
 
 /** EPISODES_REVIEW_PUBLIC_URL alone, by the same rule as the worker's (the desk reads it too). */
 export function loadReviewPublicUrl(env: NodeJS.ProcessEnv = process.env): URL | undefined {
-  return parseEnv(z.object({ EPISODES_REVIEW_PUBLIC_URL: publicUrlSchema }), env).EPISODES_REVIEW_PUBLIC_URL;
+  const raw = readSettings(['EPISODES_REVIEW_PUBLIC_URL'], env).EPISODES_REVIEW_PUBLIC_URL;
+  return parseUrl('EPISODES_REVIEW_PUBLIC_URL', publicUrlSchema, raw);
 }
 
-function parseEnv<T>(schema: z.ZodType<T>, env: NodeJS.ProcessEnv): T {
-  const parsed = schema.safeParse(env);
+function parseUrl(name: string, schema: z.ZodType<URL | undefined>, raw: string | undefined): URL | undefined {
+  const parsed = schema.safeParse(raw);
   if (!parsed.success) {
-    const { at, message } = firstIssue(parsed.error, 'environment');
-    throw new PipelineError(ErrorType.InvalidInput, `invalid ${at}: ${message}`);
+    const { message } = firstIssue(parsed.error);
+    throw new PipelineError(ErrorType.InvalidInput, `invalid ${name}: ${message}`);
   }
   return parsed.data;
 }

@@ -5,21 +5,8 @@
  */
 import { formatWithOptions } from 'node:util';
 import { DefaultLogger, Runtime, type LogEntry, type LogLevel, type Logger } from '@temporalio/worker';
-import { z } from 'zod';
-import { unsetIfEmpty } from './config';
-import { episodeIdOfWorkflowId } from './domain/names';
-
-/** `host:port` or `[v6]:port`, the form the SDK's Prometheus exporter binds. */
-const bindAddress = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'expected host:port, e.g. 127.0.0.1:9464')
-  .refine((a) => Number(a.slice(a.lastIndexOf(':') + 1)) <= 65_535, 'port out of range');
-
-const telemetryEnvSchema = z.object({
-  EPISODES_METRICS_ADDRESS: z.preprocess(unsetIfEmpty, bindAddress.optional()),
-  EPISODES_LOG_FORMAT: z.preprocess(unsetIfEmpty, z.enum(['text', 'json']).default('text')),
-  EPISODES_LOG_LEVEL: z.preprocess(unsetIfEmpty, z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('INFO')),
-});
+import { episodeIdOfWorkflowId } from '../domain/names';
+import { readSettings } from '../settings/read';
 
 export type LogFormat = 'text' | 'json';
 
@@ -31,7 +18,7 @@ export interface TelemetryConfig {
 }
 
 export function loadTelemetryConfig(env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
-  const parsed = telemetryEnvSchema.parse(env);
+  const parsed = readSettings(['EPISODES_METRICS_ADDRESS', 'EPISODES_LOG_FORMAT', 'EPISODES_LOG_LEVEL'], env);
   return {
     metricsAddress: parsed.EPISODES_METRICS_ADDRESS,
     logFormat: parsed.EPISODES_LOG_FORMAT,

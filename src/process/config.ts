@@ -1,21 +1,13 @@
-/** Process configuration from the environment, parsed once at the edge (zod), never read ad hoc elsewhere. */
+/** Process configuration from the environment, read once at the edge by the settings table's rules. */
 import { loadClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { z } from 'zod';
-import { parseTimeZone } from './domain/week-id';
-import { TASK_QUEUE } from './domain/names';
-import { DEFAULT_EPISODE_BUDGET_CENTS } from './activities/paid-steps';
-
-const envSchema = z.object({
-  EPISODES_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
-  EPISODES_TASK_QUEUE: z.string().min(1).default(TASK_QUEUE),
-  PIPELINE_TIMEZONE: z.string().min(1).default('UTC'),
-  EPISODE_BUDGET_CENTS: z.coerce.number().int().positive().default(DEFAULT_EPISODE_BUDGET_CENTS),
-});
+import { parseTimeZone } from '../domain/week-id';
+import { readSettings } from '../settings/read';
 
 /**
  * Where and how to reach Temporal: the `temporal` CLI's own profile rules (@temporalio/envconfig): the TOML profile
  * (TEMPORAL_CONFIG_FILE, else ~/.config/temporalio/temporal.toml; TEMPORAL_PROFILE, else `default`), then the
- * TEMPORAL_* variables on top. Certificate files are read when connecting (src/temporal-connection.ts), not here.
+ * TEMPORAL_* variables on top. Certificate files are read when connecting (temporal-connection.ts), not here.
  */
 export interface TemporalSettings {
   address: string;
@@ -38,12 +30,15 @@ export interface PipelineConfig {
   temporal: TemporalSettings;
   taskQueue: string;
   timezone: string;
-  /** Per-episode cost cap in cents (EPISODE_BUDGET_CENTS). */
+  /** Per-episode cost cap in cents (EPISODES_BUDGET_CENTS). */
   budgetCents: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipelineConfig {
-  const parsed = envSchema.parse(env);
+  const parsed = readSettings(
+    ['EPISODES_CONNECT_TIMEOUT_MS', 'EPISODES_TASK_QUEUE', 'EPISODES_TIMEZONE', 'EPISODES_BUDGET_CENTS'],
+    env,
+  );
   let temporal: TemporalSettings | undefined;
   return {
     // The Temporal profile (a TOML file, perhaps in a home directory this user cannot read) is loaded when something
@@ -55,8 +50,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipelineConfig
       temporal = value;
     },
     taskQueue: parsed.EPISODES_TASK_QUEUE,
-    timezone: parseTimeZone(parsed.PIPELINE_TIMEZONE),
-    budgetCents: parsed.EPISODE_BUDGET_CENTS,
+    timezone: parseTimeZone(parsed.EPISODES_TIMEZONE),
+    budgetCents: parsed.EPISODES_BUDGET_CENTS,
   };
 }
 
@@ -95,37 +90,43 @@ const profileSchema = z.object({
   grpcMeta: z.record(z.string(), z.string()).optional(),
 });
 
-const port = z.coerce.number().int().min(0).max(65_535);
-const demoEnvSchema = z.object({
-  VENDOR_API_KEY: z.string().min(1).optional(),
-  DEMO_VENDOR_PORT: port.optional(),
-  // The same variables, with the same defaults, as temporal-dev.sh, which starts the dev server the demo talks to.
-  TEMPORAL_DEV_IP: z.preprocess(unsetIfEmpty, z.string().min(1).default('127.0.0.1')),
-  TEMPORAL_DEV_PORT: z.preprocess(unsetIfEmpty, port.default(7233)),
-  TEMPORAL_DEV_UI_PORT: z.preprocess(unsetIfEmpty, port.default(8233)),
-});
-
 /** What `npm run demo` takes besides the pipeline's own settings: the simulator's key and port, the dev server's. */
 export interface DemoSettings {
-  /** VENDOR_API_KEY, else the demo makes a random one. */
+  /** EPISODES_VENDOR_API_KEY, else the demo makes a random one. */
   vendorApiKey?: string;
-  /** DEMO_VENDOR_PORT, else the simulator's default port. */
-  vendorPort?: number;
-  /** Where temporal-dev.sh serves the dev server (TEMPORAL_DEV_IP, TEMPORAL_DEV_PORT) and its UI (TEMPORAL_DEV_UI_PORT). */
+  /** EPISODES_DEMO_VENDOR_PORT. */
+  vendorPort: number;
+  /** Where temporal-dev.sh serves the dev server and its UI (EPISODES_DEV_SERVER_IP, _PORT, _UI_PORT). */
   devServer: { address: string; uiUrl: string };
+  /** EPISODES_REVIEW_LISTEN, where `--interactive` serves the review desk. */
+  reviewListen: string;
 }
 
 export function loadDemoSettings(env: NodeJS.ProcessEnv = process.env): DemoSettings {
-  const parsed = demoEnvSchema.parse({ ...env, VENDOR_API_KEY: env.VENDOR_API_KEY || undefined });
-  const ip = parsed.TEMPORAL_DEV_IP;
+  const s = readSettings(
+    [
+      'EPISODES_VENDOR_API_KEY',
+      'EPISODES_DEMO_VENDOR_PORT',
+      'EPISODES_DEV_SERVER_IP',
+      'EPISODES_DEV_SERVER_PORT',
+      'EPISODES_DEV_SERVER_UI_PORT',
+      'EPISODES_REVIEW_LISTEN',
+    ],
+    env,
+  );
+  const ip = s.EPISODES_DEV_SERVER_IP;
   return {
-    vendorApiKey: parsed.VENDOR_API_KEY,
-    vendorPort: parsed.DEMO_VENDOR_PORT,
-    devServer: { address: `${ip}:${parsed.TEMPORAL_DEV_PORT}`, uiUrl: `http://${ip}:${parsed.TEMPORAL_DEV_UI_PORT}` },
+    vendorApiKey: s.EPISODES_VENDOR_API_KEY,
+    vendorPort: s.EPISODES_DEMO_VENDOR_PORT,
+    devServer: {
+      address: `${ip}:${s.EPISODES_DEV_SERVER_PORT}`,
+      uiUrl: `http://${ip}:${s.EPISODES_DEV_SERVER_UI_PORT}`,
+    },
+    reviewListen: s.EPISODES_REVIEW_LISTEN,
   };
 }
 
-/** An empty variable counts as unset (`EPISODES_METRICS_ADDRESS=` turns metrics off): for z.preprocess. */
-export function unsetIfEmpty(value: unknown): unknown {
-  return value === '' ? undefined : value;
+/** The vendor simulator's settings (`episodes vendor-sim` and the demo): the ffmpeg it renders media with. */
+export function loadSimulatorSettings(env: NodeJS.ProcessEnv = process.env): { ffmpeg: string } {
+  return { ffmpeg: readSettings(['EPISODES_SIM_FFMPEG'], env).EPISODES_SIM_FFMPEG };
 }

@@ -1,32 +1,28 @@
 /**
- * The pre-built workflow bundle. `npm run build` runs `node dist/src/workflow-bundle.js build`, which bundles the
+ * The pre-built workflow bundle. `npm run build` runs `node dist/src/process/workflow-bundle.js`, which bundles the
  * compiled workflows once (webpack) into dist/workflow-bundle.js plus a manifest; the worker then loads that file
- * instead of running webpack at every start. The bundle's sha256 is its build id.
+ * instead of running webpack at every start.
  *
  * The manifest fingerprints every compiled source under dist/src and the SDK's workflow package: a bundle older than
  * the code beside it (e.g. after a bare `tsc`) is never run. The worker then bundles from sources and says so.
+ * The worker's build id (src/worker-deployment.ts) is derived from the hash of the code it runs.
  */
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { bundleWorkflowCode, type Logger, type WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
-import { unsetIfEmpty } from './config';
+import { readSetting } from '../settings/read';
 
-const DIST = path.resolve(__dirname, '..');
+const DIST = path.resolve(__dirname, '..', '..');
 export const DEFAULT_BUNDLE_PATH = path.join(DIST, 'workflow-bundle.js');
-const WORKFLOWS_PATH = require.resolve('./workflows');
+const WORKFLOWS_PATH = require.resolve('../workflows');
 
 const manifestSchema = z.object({
   schema: z.literal('workflow-bundle/v1'),
   code_sha256: z.string().regex(/^[0-9a-f]{64}$/),
   sources_sha256: z.string().regex(/^[0-9a-f]{64}$/),
   built_at: z.string(),
-});
-
-const envSchema = z.object({
-  /** A bundle file, or `off` to always bundle from sources (the bench's "before"). */
-  EPISODES_WORKFLOW_BUNDLE: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_BUNDLE_PATH)),
 });
 
 export type WorkflowSource =
@@ -73,7 +69,8 @@ export async function writeWorkflowBundle(codePath: string, code: string): Promi
 
 /** The bundle when it is present and current, else the sources with the reason. Never throws for a bad bundle. */
 export async function resolveWorkflowSource(env: NodeJS.ProcessEnv = process.env): Promise<WorkflowSource> {
-  const codePath = envSchema.parse(env).EPISODES_WORKFLOW_BUNDLE;
+  // A bundle file, or `off` to always bundle from sources (the bench's "before").
+  const codePath = readSetting('EPISODES_WORKFLOW_BUNDLE', env) ?? DEFAULT_BUNDLE_PATH;
   const sources = (reason: string): WorkflowSource => ({ kind: 'sources', workflowsPath: WORKFLOWS_PATH, reason });
   if (codePath === 'off') return sources('EPISODES_WORKFLOW_BUNDLE=off');
   let code: Buffer;
@@ -93,20 +90,24 @@ export async function resolveWorkflowSource(env: NodeJS.ProcessEnv = process.env
   return { kind: 'bundle', codePath, sha256: codeHash };
 }
 
-/** Worker options for the source, and the start-up line that names it (the bundle's hash is its build id). */
-export function workflowSourceOptions(
+/**
+ * Worker options for the source, its sha256 (the build id derives from it), and the start-up line that names it. From
+ * sources, the workflows are bundled here (as the SDK would at Worker.create), so that they too have a hash.
+ */
+export async function workflowSourceOptions(
   source: WorkflowSource,
   logger: Logger,
-): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+): Promise<{ options: Pick<WorkerOptions, 'workflowBundle'>; sha256: string }> {
   if (source.kind === 'bundle') {
     logger.info(`worker: workflow bundle sha256 ${source.sha256}`, {
       workflowBundleSha256: source.sha256,
       path: source.codePath,
     });
-    return { workflowBundle: { codePath: source.codePath } };
+    return { options: { workflowBundle: { codePath: source.codePath } }, sha256: source.sha256 };
   }
   logger.warn(`worker: bundling workflows from sources at start: ${source.reason}`);
-  return { workflowsPath: source.workflowsPath };
+  const { code } = await bundleWorkflowCode({ workflowsPath: source.workflowsPath, logger });
+  return { options: { workflowBundle: { code } }, sha256: sha256(code) };
 }
 
 if (require.main === module) {

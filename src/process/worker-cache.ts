@@ -5,28 +5,17 @@
  * is replayed from its history when its next task arrives (bench: production/parked).
  */
 import type { WorkerOptions } from '@temporalio/worker';
-import { z } from 'zod';
-import { unsetIfEmpty } from './config';
+import { readSetting } from '../settings/read';
+import { settingDefault } from '../settings/table';
 
-export const DEFAULT_MAX_CACHED_WORKFLOWS = 100;
+export const DEFAULT_MAX_CACHED_WORKFLOWS = settingDefault('EPISODES_MAX_CACHED_WORKFLOWS');
 /** The SDK's own default of concurrent workflow tasks; it may not exceed the cache size. */
 const SDK_DEFAULT_WORKFLOW_TASK_SLOTS = 40;
-
-const envSchema = z.object({
-  EPISODES_MAX_CACHED_WORKFLOWS: z.preprocess(
-    unsetIfEmpty,
-    z.coerce
-      .number()
-      .int()
-      .refine((n) => n === 0 || (n >= 2 && n <= 100_000), '0 (no cache) or 2..100000')
-      .default(DEFAULT_MAX_CACHED_WORKFLOWS),
-  ),
-});
 
 export function workerCacheOptions(
   env: NodeJS.ProcessEnv = process.env,
 ): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
-  const size = envSchema.parse(env).EPISODES_MAX_CACHED_WORKFLOWS;
+  const size = readSetting('EPISODES_MAX_CACHED_WORKFLOWS', env);
   return {
     maxCachedWorkflows: size,
     // With a cache, concurrent tasks may not exceed it (the SDK would lower them itself, with a warning).

@@ -1,0 +1,164 @@
+/**
+ * The checker: independent of the code under test (it imports nothing from src/; lint enforces it). It reads the
+ * vendor's billing journal, the store through the `episodes` CLI, Temporal visibility and the campaign's own plan and
+ * history, replays every closed workflow history on the current workflow bundle, and reports each invariant with
+ * its violations and each fault kind with injected / hit in flight / recovered.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { z } from 'zod';
+import {
+  decisionsApplied,
+  doubleCharges,
+  duplicateEpisodes,
+  ledgerBilling,
+  lostRuns,
+  unfinishedWorkflows,
+  type PlannedRun,
+} from './invariants';
+import { readBilling, StoreReader, TemporalReader, type ListedEpisode } from './reads';
+
+export interface CheckInput {
+  out: string;
+  journal: string;
+  cliEnv: NodeJS.ProcessEnv;
+  temporalAddress: string;
+  /** Runs the campaign planned (slots) or started (triggers), with the reworks asked for. */
+  planned: PlannedRun[];
+  /** What the driver could not settle: stuck episodes (no progress, no parked reason). */
+  stuck: string[];
+  /** Every planned kind must hit in flight (the default year; a smoke plan has too few faults to demand it). */
+  requireEveryKind: boolean;
+}
+
+export interface KindCount {
+  kind: string;
+  injected: number;
+  hit: number;
+  recovered: number;
+}
+
+export interface Invariant {
+  name: string;
+  violations: number;
+  details: string[];
+}
+
+export interface CheckResult {
+  invariants: Invariant[];
+  faults: KindCount[];
+  counts: { episodes: number; completed: number; charges: number; ledgerEntries: number; billedCents: number };
+  ledgerMinusBillingCents: number;
+  replayed: number;
+}
+
+const faultLineSchema = z.object({
+  type: z.literal('fault'),
+  id: z.string(),
+  kind: z.string(),
+  step: z.enum(['injected', 'hit', 'healed', 'missed']),
+  inFlight: z.array(z.string()).optional(),
+});
+
+export async function check(input: CheckInput): Promise<CheckResult> {
+  const store = new StoreReader(input.cliEnv);
+  const [episodes, ledger, verify] = [await store.episodes(), await store.ledger(), await store.verify()];
+  const billing = readBilling(input.journal);
+  const parked = new Map<string, string[]>();
+  for (const e of episodes.filter((x) => x.status !== 'completed'))
+    parked.set(e.episode_id, await store.parkedLines(e.episode_id));
+  const temporal = await TemporalReader.connect(input.temporalAddress);
+  let runs, replay;
+  try {
+    runs = await temporal.runs();
+    replay = await replayClosed(temporal);
+  } finally {
+    await temporal.close();
+  }
+  const money = ledgerBilling(ledger, billing);
+  const invariant = (name: string, details: string[]): Invariant => ({ name, violations: details.length, details });
+  const faults = countFaults(path.join(input.out, 'history.jsonl'), episodes);
+  const invariants = [
+    invariant('duplicate episodes (one per allocation key, sequences 0..n-1)', duplicateEpisodes(episodes)),
+    invariant('double charges (at most one per episode, step, round)', doubleCharges(billing)),
+    invariant('lost runs (every planned slot completed)', lostRuns(input.planned, episodes, parked)),
+    invariant('ledger - billing, entry for entry', money.lines),
+    invariant(
+      'episodes verify problems',
+      verify.problems.map((p) => JSON.stringify(p)),
+    ),
+    invariant('workflows not completed (Temporal visibility)', unfinishedWorkflows(runs)),
+    invariant('histories that do not replay on the current code', replay.failures),
+    invariant(
+      'decisions applied other than once (reworks paid = asked)',
+      decisionsApplied(input.planned, episodes, billing),
+    ),
+    invariant('stuck episodes (no progress, no parked reason)', input.stuck),
+    invariant(
+      'fault kinds that never hit in flight',
+      input.requireEveryKind
+        ? faults.filter((k) => k.injected > 0 && k.hit === 0).map((k) => `${k.kind}: injected ${k.injected}, hit 0`)
+        : [],
+    ),
+  ];
+  return {
+    invariants,
+    faults,
+    counts: {
+      episodes: episodes.length,
+      completed: episodes.filter((e) => e.status === 'completed').length,
+      charges: billing.length,
+      ledgerEntries: ledger.length,
+      billedCents: billing.reduce((n, c) => n + c.amount_cents, 0),
+    },
+    ledgerMinusBillingCents: money.cents,
+    replayed: replay.count,
+  };
+}
+
+/** Per kind: faults injected, those that hit something in flight, and those whose in-flight episodes all completed. */
+export function countFaults(historyFile: string, episodes: readonly ListedEpisode[]): KindCount[] {
+  const lines = existsSync(historyFile)
+    ? readFileSync(historyFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"type":"fault"'))
+        .map((l) => faultLineSchema.parse(JSON.parse(l)))
+    : [];
+  const completed = new Set(episodes.filter((e) => e.status === 'completed').map((e) => e.episode_id));
+  const byId = new Map<string, { kind: string; steps: Set<string>; inFlight: string[] }>();
+  for (const l of lines) {
+    const f = byId.get(l.id) ?? { kind: l.kind, steps: new Set<string>(), inFlight: [] };
+    f.steps.add(l.step);
+    if (l.inFlight) f.inFlight = l.inFlight;
+    byId.set(l.id, f);
+  }
+  const kinds = new Map<string, KindCount>();
+  for (const f of byId.values()) {
+    const k = kinds.get(f.kind) ?? { kind: f.kind, injected: 0, hit: 0, recovered: 0 };
+    k.injected += f.steps.has('injected') ? 1 : 0;
+    const hit = f.steps.has('hit');
+    k.hit += hit ? 1 : 0;
+    // Recovered: healed, and every episode in flight when it was injected has completed (or lives on, renamed by a
+    // restore: then it must still exist and complete under its id).
+    k.recovered += hit && f.steps.has('healed') && f.inFlight.every((id) => completed.has(id)) ? 1 : 0;
+    kinds.set(f.kind, k);
+  }
+  return [...kinds.values()];
+}
+
+/** Every closed workflow's history replayed on the current workflow bundle (dist/workflow-bundle.js). */
+async function replayClosed(temporal: TemporalReader): Promise<{ count: number; failures: string[] }> {
+  const codePath = path.resolve(__dirname, '..', '..', 'workflow-bundle.js');
+  const histories = temporal.client.workflow.list({ query: `ExecutionStatus != 'Running'` }).intoHistories();
+  const failures: string[] = [];
+  let count = 0;
+  for await (const r of Worker.runReplayHistories(
+    { workflowBundle: { codePath }, replayName: 'campaign' },
+    histories,
+  )) {
+    count += 1;
+    if (r.error) failures.push(`${r.workflowId}: ${r.error.message.slice(0, 300)}`);
+  }
+  return { count, failures };
+}

@@ -1,0 +1,136 @@
+/**
+ * What the checker reads, each with its own small schema: the vendor's billing journal (its state file), the store
+ * through the `episodes` CLI (`list --json`, `ledger --no-vendor --json`, `verify --json`, `status`), Temporal
+ * visibility, and the campaign's plan and history. It shares no code with the store or the activities it checks.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { z } from 'zod';
+
+const execFileAsync = promisify(execFile);
+const CLI = path.resolve(__dirname, '..', '..', 'src', 'cli.js');
+
+const chargeSchema = z.object({
+  job_id: z.string(),
+  episode_id: z.string(),
+  kind: z.string(),
+  client_ref: z.string().nullable(),
+  amount_cents: z.number().int(),
+  currency: z.string(),
+});
+export type Charge = z.infer<typeof chargeSchema>;
+
+/** The vendor's own record of every charge (the simulator's state file). */
+export function readBilling(journal: string): Charge[] {
+  const raw = JSON.parse(readFileSync(journal, 'utf8')) as unknown;
+  return z.object({ charges: z.array(chargeSchema) }).parse(raw).charges;
+}
+
+const episodeSchema = z.object({
+  episode_id: z.string(),
+  week_id: z.string(),
+  sequence: z.number().int(),
+  status: z.string(),
+  allocation_key: z.string().nullable(),
+});
+export type ListedEpisode = z.infer<typeof episodeSchema>;
+
+const ledgerSchema = z.object({
+  episodes: z.array(
+    z.object({
+      episode_id: z.string(),
+      steps: z.array(z.object({ step: z.string(), remote_job_id: z.string(), amount_cents: z.number().int() })),
+    }),
+  ),
+});
+export type LedgerLine = { episode_id: string; step: string; remote_job_id: string; amount_cents: number };
+
+const verifySchema = z.object({
+  ok: z.boolean(),
+  episodes_checked: z.number(),
+  problems: z.array(z.object({ code: z.string().optional(), message: z.string().optional() }).loose()),
+});
+export type VerifyReport = z.infer<typeof verifySchema>;
+
+export class StoreReader {
+  constructor(private readonly env: NodeJS.ProcessEnv) {}
+
+  private async cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      const { stdout, stderr } = await execFileAsync(process.execPath, [CLI, ...args], {
+        env: { ...process.env, ...this.env },
+        maxBuffer: 256 * 1024 * 1024,
+      });
+      return { code: 0, stdout, stderr };
+    } catch (e) {
+      const x = e as { code?: number; stdout?: string; stderr?: string };
+      return { code: typeof x.code === 'number' ? x.code : 1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
+    }
+  }
+
+  async episodes(): Promise<ListedEpisode[]> {
+    const r = await this.cli(['list', '--json']);
+    if (r.code !== 0) throw new Error(`episodes list: ${r.stderr}`);
+    return z.array(episodeSchema).parse(JSON.parse(r.stdout));
+  }
+
+  async ledger(): Promise<LedgerLine[]> {
+    const r = await this.cli(['ledger', '--no-vendor', '--json']);
+    if (r.code !== 0) throw new Error(`episodes ledger: ${r.stderr}`);
+    const view = ledgerSchema.parse(JSON.parse(r.stdout));
+    return view.episodes.flatMap((e) => e.steps.map((s) => ({ episode_id: e.episode_id, ...s })));
+  }
+
+  async verify(): Promise<VerifyReport> {
+    const r = await this.cli(['verify', '--json']);
+    try {
+      return verifySchema.parse(JSON.parse(r.stdout));
+    } catch {
+      return {
+        ok: false,
+        episodes_checked: 0,
+        problems: [{ message: `verify printed no report: ${r.stderr.trim()}` }],
+      };
+    }
+  }
+
+  /** `PARKED` lines of `episodes status` (the reason and the command the system names). */
+  async parkedLines(episodeId: string): Promise<string[]> {
+    const r = await this.cli(['status', episodeId]);
+    return r.stdout.split('\n').filter((l) => /^\s*PARKED\s/.test(l));
+  }
+}
+
+export interface VisibleRun {
+  workflowId: string;
+  type: string;
+  status: string;
+}
+
+/** Every workflow the Temporal server knows of (visibility), and the closed ones' histories replayed. */
+export class TemporalReader {
+  private constructor(
+    private readonly connection: Connection,
+    readonly client: Client,
+  ) {}
+
+  static async connect(address: string): Promise<TemporalReader> {
+    const connection = await Connection.connect({ address });
+    return new TemporalReader(connection, new Client({ connection }));
+  }
+
+  async runs(query?: string): Promise<VisibleRun[]> {
+    const out: VisibleRun[] = [];
+    for await (const wf of this.client.workflow.list(query ? { query } : {})) {
+      out.push({ workflowId: wf.workflowId, type: wf.type, status: wf.status.name });
+    }
+    return out;
+  }
+
+  close(): Promise<void> {
+    return this.connection.close();
+  }
+}

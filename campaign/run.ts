@@ -1,0 +1,176 @@
+/**
+ * `npm run campaign`: a seeded, simulated year of weekly runs under faults, then an independent checker.
+ *
+ *   --weeks N (52) --per-week N (2) --faults N (100) --seed S (random) --store file|postgres (file) --workers N (3)
+ *   --out DIR        keep the plan, history, report, vendor journal and store there (default: a temp dir, removed
+ *                    when the campaign passes)
+ *   --replay FILE    run that plan.json again (its seed, store and faults)
+ *   --docs           write the table into docs/reliability.md between its markers (`<!-- campaign:<store> -->`)
+ *   --without K,...  leave these fault kinds out of the plan (e.g. store-restore,pg-failover)
+ *   --unsafe V       test-only: workers on a store from test/helpers/unsafe-stores.ts (no-lock, no-intent, no-reassert), to show
+ *                    that the checker finds what each protection prevents
+ *
+ * Exit 0 when every invariant holds, 1 on any violation.
+ */
+import { mkdtempSync, promises as fs, readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { z } from 'zod';
+import { gitFacts } from '../bench/machine';
+import { check, type CheckResult } from './check/checker';
+import { markdownTable, violationDetails, violations, type ReportHeader } from './check/report';
+import { CAMPAIGN_UNSAFE, writeCampaignDocs } from './docs';
+import { Driver } from './driver';
+import { FAULT_KINDS, FAULT_TITLES, generatePlan, planSchema, STORE_KINDS, type Plan } from './plan';
+
+const REPO_ROOT = path.resolve(__dirname, '..', '..');
+
+const optionsSchema = z.object({
+  weeks: z.coerce.number().int().min(1).max(520),
+  'per-week': z.coerce.number().int().min(1).max(3),
+  faults: z.coerce.number().int().min(0).max(2_000),
+  seed: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 31),
+  store: z.enum(STORE_KINDS),
+  workers: z.coerce.number().int().min(1).max(16),
+  out: z.string().optional(),
+  replay: z.string().optional(),
+  docs: z.boolean(),
+  unsafe: z.enum(CAMPAIGN_UNSAFE).optional(),
+  without: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').filter(Boolean))
+    .pipe(z.array(z.enum(FAULT_KINDS))),
+});
+
+function parseOptions(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      weeks: { type: 'string', default: '52' },
+      'per-week': { type: 'string', default: '2' },
+      faults: { type: 'string', default: '100' },
+      seed: { type: 'string', default: String(Math.floor(Math.random() * 1_000_000)) },
+      store: { type: 'string', default: 'file' },
+      workers: { type: 'string', default: '3' },
+      out: { type: 'string' },
+      replay: { type: 'string' },
+      docs: { type: 'boolean', default: false },
+      unsafe: { type: 'string' },
+      without: { type: 'string' },
+    },
+  });
+  return optionsSchema.parse(values);
+}
+
+function log(line: string): void {
+  process.stderr.write(`campaign ${new Date().toISOString().slice(11, 19)}: ${line}\n`);
+}
+
+async function main(): Promise<number> {
+  const o = parseOptions(process.argv.slice(2));
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const plan: Plan = o.replay
+    ? planSchema.parse(JSON.parse(readFileSync(o.replay, 'utf8')))
+    : generatePlan({
+        seed: o.seed,
+        store: o.store,
+        weeks: o.weeks,
+        perWeek: o['per-week'],
+        faults: o.faults,
+        workers: o.workers,
+        without: o.without,
+      });
+  const out = path.resolve(o.out ?? mkdtempSync(path.join(os.tmpdir(), 'episodes-campaign-')));
+  await fs.mkdir(out, { recursive: true });
+  await fs.rm(path.join(out, 'history.jsonl'), { force: true });
+  await fs.writeFile(path.join(out, 'plan.json'), JSON.stringify(plan, null, 2) + '\n');
+  const weeks = new Set(plan.slots.map((s) => s.week)).size;
+  const perWeek = Math.round(plan.slots.length / Math.max(1, weeks));
+  log(`seed ${plan.seed}, ${plan.store} store, ${weeks} weeks x ${perWeek}, ${plan.faults.length} faults, out ${out}`);
+  const started = Date.now();
+  const loadStart = os.loadavg();
+  const driver = new Driver({ plan, out, unsafe: o.unsafe, stuckMs: 180_000, settleMs: 25 * 60_000, log });
+  // Ctrl-C or a CI timeout: stop the stack (servers, workers, PostgreSQL) before going.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: stopping the stack`);
+      void driver.stop().finally(() => process.exit(130));
+    });
+  }
+  let result: CheckResult;
+  try {
+    const run = await driver.run();
+    log('checking');
+    result = await check({
+      out,
+      journal: run.journal,
+      cliEnv: run.cliEnv,
+      temporalAddress: run.temporalAddress,
+      planned: [
+        ...plan.slots.map((s) => ({ key: s.key, week: s.week, reworks: reworksOf(s.decisions) })),
+        ...run.triggerKeys.map((key, i) => ({ key, reworks: reworksOf(plan.triggers[i]?.decisions ?? []) })),
+      ],
+      stuck: run.stuck,
+      requireEveryKind: weeks >= 52,
+    });
+    await fs.writeFile(path.join(out, 'driver.json'), JSON.stringify({ ...run, cliEnv: undefined }, null, 2) + '\n');
+  } finally {
+    await driver.stop();
+  }
+  const header: ReportHeader = {
+    store: plan.store,
+    seed: plan.seed,
+    weeks,
+    perWeek,
+    wallSeconds: (Date.now() - started) / 1000,
+    replay: `npm run campaign -- --replay ${path.join(out, 'plan.json')}${o.unsafe ? ` --unsafe ${o.unsafe}` : ''}`,
+    machine: machineLine(loadStart),
+    titles: FAULT_TITLES,
+  };
+  const table = markdownTable(result, header);
+  const bad = violations(result);
+  await fs.writeFile(
+    path.join(out, 'report.json'),
+    JSON.stringify(
+      { ...header, titles: undefined, git: gitFacts(REPO_ROOT), unsafe: o.unsafe ?? null, ...result },
+      null,
+      2,
+    ) + '\n',
+  );
+  process.stdout.write(`\n${table}\n\n`);
+  if (bad > 0) process.stdout.write(`VIOLATIONS (${bad}):\n${violationDetails(result)}\n\nkept in ${out}\n`);
+  if (o.docs) {
+    await writeCampaignDocs(path.join(REPO_ROOT, 'docs', 'reliability.md'), {
+      ...header,
+      unsafe: o.unsafe ?? null,
+      ...result,
+    });
+  }
+  if (bad === 0 && !o.out) await fs.rm(out, { recursive: true, force: true });
+  return bad > 0 ? 1 : 0;
+}
+
+function reworksOf(decisions: readonly { kind: string }[]): number {
+  return decisions.filter((d) => d.kind === 'rework').length;
+}
+
+function machineLine(loadStart: number[]): string {
+  const cpu = os.cpus()[0]?.model.trim() ?? 'unknown CPU';
+  const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
+  return `${os.cpus().length} cores (${cpu}), load ${load(loadStart)} at start, ${load(os.loadavg())} at end`;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    log(e instanceof Error ? (e.stack ?? e.message) : String(e));
+    process.exit(1);
+  },
+);

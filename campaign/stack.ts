@@ -1,0 +1,124 @@
+/**
+ * The campaign's own stack, started with the helpers the tests and benchmarks use: a Temporal dev server on a
+ * database file (a restart keeps its state), the vendor simulator with its billing journal on disk, a review webhook
+ * receiver, the store (file, or PostgreSQL primary + standby) and the worker pool.
+ */
+import type { UnsafeVariant } from '../test/helpers/unsafe-stores';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { RequestLog, VendorSimulator } from '../src/vendor-sim/simulator';
+import { startTestVendor } from '../test/helpers/deps';
+import { DevServer } from '../test/helpers/dev-server';
+import { startWebhookReceiver, type ReceivedNotice, type WebhookReceiver } from '../test/helpers/webhook-receiver';
+import type { Plan } from './plan';
+import { FileStoreHost, PostgresStoreHost, type StoreHost } from './store-host';
+import { WorkerPool } from './workers';
+
+/** Vendor jobs take this long: long enough to be polled, short enough for a year in an hour. */
+export const JOB_DURATION_MS = 400;
+/** EPISODES_LOCK_STALE_MS of the campaign's workers: a frozen holder loses its lease within seconds. */
+export const LOCK_STALE_MS = 3_000;
+
+export interface StackOptions {
+  out: string;
+  plan: Plan;
+  unsafe?: UnsafeVariant;
+  log: (line: string) => void;
+  onVendorRequest: (entry: RequestLog) => void;
+}
+
+export class Stack {
+  private receiver: WebhookReceiver | undefined;
+  /** Every notice any incarnation of the receiver got. */
+  readonly notices: ReceivedNotice[] = [];
+  private receiverPort = 0;
+
+  private constructor(
+    readonly server: DevServer,
+    readonly connection: Connection,
+    readonly client: Client,
+    readonly vendor: VendorSimulator,
+    readonly store: StoreHost,
+    readonly pool: WorkerPool,
+    readonly taskQueue: string,
+    readonly paths: { journal: string; temporalDb: string; storeDir: string },
+  ) {}
+
+  static async start(o: StackOptions): Promise<Stack> {
+    const paths = {
+      journal: path.join(o.out, 'vendor-journal.json'),
+      temporalDb: path.join(o.out, 'temporal.sqlite'),
+      storeDir: path.join(o.out, 'store'),
+    };
+    await fs.mkdir(o.out, { recursive: true });
+    const server = await DevServer.onFreePort(paths.temporalDb);
+    await server.start();
+    const vendor = await startTestVendor({
+      jobDurationMs: JOB_DURATION_MS,
+      media: 'synthetic',
+      stateFile: paths.journal,
+      seed: o.plan.seed,
+      onRequest: o.onVendorRequest,
+    });
+    const store =
+      o.plan.store === 'file'
+        ? await FileStoreHost.start(paths.storeDir)
+        : await PostgresStoreHost.start(paths.storeDir, `campaign-${process.pid}`);
+    const connection = await Connection.connect({ address: server.address });
+    const client = new Client({ connection });
+    const taskQueue = `campaign-${o.plan.seed}`;
+    const pool = new WorkerPool(
+      {
+        address: () => server.address,
+        taskQueue,
+        vendorUrl: vendor.url,
+        webhookUrl: '',
+        store,
+        lockStaleMs: LOCK_STALE_MS,
+        unsafe: o.unsafe,
+      },
+      o.plan.workers,
+      o.log,
+    );
+    const stack = new Stack(server, connection, client, vendor, store, pool, taskQueue, paths);
+    await stack.receiverUp();
+    pool.setWebhookUrl(stack.webhookUrl());
+    await pool.startAll();
+    return stack;
+  }
+
+  webhookUrl(): string {
+    return this.receiver?.url ?? '';
+  }
+
+  receiverIsUp(): boolean {
+    return this.receiver !== undefined;
+  }
+
+  /** The receiver (again), on the same port as before: the workers' webhook URL does not change. */
+  async receiverUp(): Promise<void> {
+    if (this.receiver) return;
+    const receiver = await startWebhookReceiver(() => 200, {
+      port: this.receiverPort,
+      onReceive: (n) => this.notices.push(n),
+    });
+    this.receiverPort = receiver.port;
+    this.receiver = receiver;
+  }
+
+  async receiverDown(): Promise<void> {
+    const r = this.receiver;
+    this.receiver = undefined;
+    await r?.close();
+  }
+
+  async stop(): Promise<void> {
+    await this.pool.stopAll().catch(() => undefined);
+    await this.connection.close().catch(() => undefined);
+    await this.server.stop().catch(() => undefined);
+    await this.vendor.close().catch(() => undefined);
+    await this.receiverDown().catch(() => undefined);
+    await this.store.stop().catch(() => undefined);
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * The store the campaign's workers write to, and the faults that only a store has: the file store in a data dir, or
+ * PostgreSQL as a primary with a streaming (asynchronous) standby and a WAL archive for point-in-time recovery. The
+ * servers are the tests' (test/helpers/postgres.ts over scripts/postgres-test-server.sh).
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { PostgresFaultServer } from '../test/helpers/postgres';
+import { targetEnv, type StoreTarget } from '../test/helpers/reliability';
+import { sleep } from '../test/helpers/wait';
+import type { StoreKind } from './plan';
+
+export interface StoreHost {
+  readonly kind: StoreKind;
+  /** Where workers and the CLI find the store now (PostgreSQL: the current primary). */
+  target(): StoreTarget;
+  env(): NodeJS.ProcessEnv;
+  stop(): Promise<void>;
+}
+
+export class FileStoreHost implements StoreHost {
+  readonly kind = 'file';
+  constructor(readonly dataDir: string) {}
+
+  static async start(dir: string): Promise<FileStoreHost> {
+    await fs.mkdir(dir, { recursive: true });
+    return new FileStoreHost(dir);
+  }
+
+  target(): StoreTarget {
+    return { kind: 'file', dataDir: this.dataDir };
+  }
+
+  env(): NodeJS.ProcessEnv {
+    return targetEnv(this.target());
+  }
+
+  /** A copy of the data dir taken while workers run (what an operator's nightly copy is). */
+  async backup(dir: string): Promise<void> {
+    await fs.rm(dir, { recursive: true, force: true });
+    await fs.cp(this.dataDir, dir, { recursive: true, errorOnExist: false, force: true }).catch(async () => {
+      // A file renamed away mid-copy: copy again (the copy is of a moment, not atomic either way).
+      await fs.rm(dir, { recursive: true, force: true });
+      await fs.cp(this.dataDir, dir, { recursive: true });
+    });
+  }
+
+  /** The copy put back, without its lock directories; the caller has stopped the workers. */
+  async restore(dir: string): Promise<void> {
+    await fs.rm(this.dataDir, { recursive: true, force: true });
+    await fs.cp(dir, this.dataDir, {
+      recursive: true,
+      filter: (src) => !/\.lock(\.reclaim)?$/.test(path.basename(src)),
+    });
+  }
+
+  async stop(): Promise<void> {}
+}
+
+export class PostgresStoreHost implements StoreHost {
+  readonly kind = 'postgres';
+  private generation = 0;
+
+  private constructor(
+    private primary: PostgresFaultServer,
+    private standby: PostgresFaultServer | undefined,
+    private readonly archiveDir: string,
+    private readonly mediaDir: string,
+    private readonly name: string,
+  ) {}
+
+  static async start(dir: string, name: string): Promise<PostgresStoreHost> {
+    const archiveDir = path.join('/tmp', `episodes-campaign-archive-${process.pid}`);
+    await fs.rm(archiveDir, { recursive: true, force: true });
+    const primary = await PostgresFaultServer.start(`${name}-p0`, { archiveDir });
+    const standby = await PostgresFaultServer.standbyOf(primary, `${name}-s0`);
+    await fs.mkdir(path.join(dir, 'media'), { recursive: true });
+    return new PostgresStoreHost(primary, standby, archiveDir, path.join(dir, 'media'), name);
+  }
+
+  target(): StoreTarget {
+    return { kind: 'postgres', url: this.primary.url, mediaDir: this.mediaDir };
+  }
+
+  env(): NodeJS.ProcessEnv {
+    return targetEnv(this.target());
+  }
+
+  /** `pg_ctl -m immediate` and start again on the same data: crash recovery, nothing confirmed is lost. */
+  async restartImmediate(): Promise<void> {
+    await this.primary.crash();
+    await this.primary.resume();
+  }
+
+  /** pg_terminate_backend on every worker session; how many. */
+  terminateWorkers(): Promise<number> {
+    return this.primary.terminateApplication('episodes-worker-');
+  }
+
+  /** Replication cut: the standby stops receiving WAL (it keeps what it has, and keeps serving reads). */
+  async cutReplication(): Promise<string> {
+    const standby = this.requireStandby();
+    await standby.sql(`ALTER SYSTEM SET primary_conninfo = ''`);
+    await standby.sql('SELECT pg_reload_conf()');
+    return standby.sql('SELECT pg_last_wal_replay_lsn()');
+  }
+
+  /**
+   * The primary dies, the standby (cut earlier) is promoted and becomes the primary: the commits it never received
+   * are lost. A new standby is built from it. Returns the WAL bytes the failover lost.
+   */
+  async failover(): Promise<number> {
+    const standby = this.requireStandby();
+    const lost = Number(
+      await this.primary.sql(
+        `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '${await standby.sql('SELECT pg_last_wal_replay_lsn()')}')`,
+      ),
+    );
+    await this.primary.stop();
+    await standby.promote();
+    this.primary = standby;
+    this.standby = await PostgresFaultServer.standbyOf(this.primary, `${this.name}-s${++this.generation}`);
+    return lost;
+  }
+
+  /** A base backup now, and the LSN a later point-in-time recovery goes back to. */
+  async backup(dir: string): Promise<string> {
+    await fs.rm(dir, { recursive: true, force: true });
+    await this.primary.baseBackup(dir);
+    return this.primary.sql('SELECT pg_current_wal_lsn()');
+  }
+
+  /**
+   * Point-in-time recovery to `lsn` from the base backup in `dir`: the WAL is archived up to now, the primary and the
+   * standby stop, a new server replays the backup's WAL to `lsn` and is promoted; a new standby follows it. The caller
+   * has stopped the workers.
+   */
+  async restore(dir: string, lsn: string): Promise<void> {
+    const segment = await this.primary.sql('SELECT pg_walfile_name(pg_current_wal_lsn())');
+    await this.primary.sql('SELECT pg_switch_wal()');
+    await waitArchived(this.primary, segment);
+    const from = this.primary;
+    const restored = await PostgresFaultServer.pitr(from, `${this.name}-r${++this.generation}`, {
+      backupDir: dir,
+      lsn,
+      archiveDir: this.archiveDir,
+    });
+    await Promise.all([from.stop(), this.standby?.stop()]);
+    this.primary = restored;
+    for (let i = 0; i < 600 && (await restored.sql('SELECT pg_is_in_recovery()')) !== 'f'; i++) await sleep(100);
+    this.standby = await PostgresFaultServer.standbyOf(this.primary, `${this.name}-s${this.generation}`);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.primary.stop(), this.standby?.stop()]);
+    await fs.rm(this.archiveDir, { recursive: true, force: true });
+  }
+
+  private requireStandby(): PostgresFaultServer {
+    if (!this.standby) throw new Error('no standby');
+    return this.standby;
+  }
+}
+
+async function waitArchived(server: PostgresFaultServer, segment: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const last = await server.sql("SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver");
+    if (last >= segment) return;
+    await sleep(100);
+  }
+  throw new Error(`WAL segment ${segment} was not archived within 60 s`);
+}

@@ -1,0 +1,172 @@
+/**
+ * The campaign's worker processes (`node dist/src/worker.js` as deployed, through the tests' startWorkerProcess): N
+ * base workers, each replaced when it dies, plus at most one armed worker per slot (`alloc` for the allocations of a
+ * wave, `vendor` for the vendor faults that need a worker's death, `main` for the rest), started with a failpoint (`point=kill@n` or `point=stop@n`) so that a fault fires at a
+ * logical moment of the protocol.
+ */
+import type { UnsafeVariant } from '../test/helpers/unsafe-stores';
+import { readFileSync } from 'node:fs';
+import { startWorkerProcess, type WorkerProcess } from '../test/helpers/reliability';
+import type { StoreHost } from './store-host';
+
+export interface WorkerSettings {
+  address: () => string;
+  taskQueue: string;
+  vendorUrl: string;
+  webhookUrl: string;
+  store: StoreHost;
+  /** EPISODES_LOCK_STALE_MS: short, so that a frozen holder's lease runs out within the campaign. */
+  lockStaleMs: number;
+  /** A test-only worker variant (test/helpers/unsafe-stores.ts), to show that the checker bites. */
+  unsafe?: UnsafeVariant;
+}
+
+export type ArmedSlot = 'alloc' | 'main' | 'vendor';
+
+export class WorkerPool {
+  private readonly base: (WorkerProcess | undefined)[];
+  private readonly armedWorkers = new Map<ArmedSlot, WorkerProcess>();
+  private incarnation = 0;
+  /** Workers this pool stopped or killed on purpose: their exit is not a fault's hit. */
+  private readonly expected = new WeakSet<WorkerProcess>();
+  private paused = false;
+
+  constructor(
+    private readonly settings: WorkerSettings,
+    size: number,
+    private readonly log: (line: string) => void,
+  ) {
+    this.base = Array.from({ length: size }, () => undefined);
+  }
+
+  /** Set once the receiver listens (its port is fixed from then on). */
+  setWebhookUrl(url: string): void {
+    this.settings.webhookUrl = url;
+  }
+
+  async startAll(): Promise<void> {
+    this.paused = false;
+    await Promise.all(this.base.map((_, i) => this.startBase(i)));
+  }
+
+  /** The armed worker polls (its failpoint can fire). */
+  armedReady(slot: ArmedSlot): boolean {
+    const w = this.armedWorkers.get(slot);
+    return w?.alive() === true && w.output().includes('worker: task queue');
+  }
+
+  /** Every base worker running (after the campaign's last fault). */
+  async ensureRunning(): Promise<void> {
+    this.paused = false;
+    await Promise.all(this.base.map((w, i) => (w?.alive() ? Promise.resolve() : this.startBase(i))));
+  }
+
+  /** Every worker process alive now (base and armed). */
+  all(): WorkerProcess[] {
+    return [...this.base, ...this.armedWorkers.values()].filter(
+      (w): w is WorkerProcess => w !== undefined && w.alive(),
+    );
+  }
+
+  /** SIGKILL every worker at once; base workers are started again right away unless `restart` is false. */
+  async killAll(restart = true): Promise<number> {
+    const victims = this.all();
+    for (const w of victims) this.expected.add(w);
+    this.paused = !restart;
+    for (const w of victims) w.child.kill('SIGKILL');
+    await Promise.all(victims.map((w) => w.exited));
+    this.armedWorkers.clear();
+    if (restart) await this.startAll();
+    return victims.length;
+  }
+
+  /** SIGTERM every worker (they drain), and keep them stopped until `startAll`. */
+  async stopAll(): Promise<void> {
+    this.paused = true;
+    const victims = this.all();
+    for (const w of victims) this.expected.add(w);
+    await Promise.all(victims.map((w) => w.stop()));
+    this.armedWorkers.clear();
+  }
+
+  /** Repoints every worker at the store's current place: stopped, then started with the new environment. */
+  async restartAll(): Promise<void> {
+    await this.stopAll();
+    await this.startAll();
+  }
+
+  /**
+   * Starts the armed worker of `slot` with `failpoint` (retiring that slot's previous one, if any); resolves with it
+   * once it polls. `onExit` learns how it ended, unless the pool ended it.
+   */
+  async arm(
+    slot: ArmedSlot,
+    failpoint: string,
+    onExit: (how: { signal: NodeJS.Signals | null; code: number | null }) => void,
+  ): Promise<WorkerProcess> {
+    await this.retireArmed(slot);
+    const w = this.spawn(`armed-${slot}-${++this.incarnation}`, failpoint);
+    this.armedWorkers.set(slot, w);
+    void w.exited.then((how) => {
+      if (this.armedWorkers.get(slot) === w) this.armedWorkers.delete(slot);
+      if (!this.expected.has(w)) onExit(how);
+    });
+    await w.waitUntilPolling().catch((e: unknown) => this.log(`armed worker: ${String(e)}`));
+    return w;
+  }
+
+  /** Stops the armed worker of `slot` (all slots when none is given), resuming it first if it is frozen. */
+  async retireArmed(slot?: ArmedSlot): Promise<void> {
+    const slots = slot ? [slot] : [...this.armedWorkers.keys()];
+    await Promise.all(
+      slots.map(async (k) => {
+        const w = this.armedWorkers.get(k);
+        this.armedWorkers.delete(k);
+        if (!w?.alive()) return;
+        this.expected.add(w);
+        if (isStopped(w)) w.child.kill('SIGCONT');
+        await w.stop();
+      }),
+    );
+  }
+
+  private async startBase(i: number): Promise<void> {
+    const w = this.spawn(`w${i}-${++this.incarnation}`);
+    this.base[i] = w;
+    void w.exited.then((how) => {
+      if (this.expected.has(w) || this.paused || this.base[i] !== w) return;
+      // A base worker died by itself (not a planned fault): say so and replace it.
+      this.log(`worker ${w.name} exited (${how.code ?? how.signal}); starting another\n${w.output().slice(-2000)}`);
+      void this.startBase(i);
+    });
+    await w.waitUntilPolling().catch((e: unknown) => this.log(`worker ${w.name}: ${String(e)}`));
+  }
+
+  private spawn(name: string, failpoints?: string): WorkerProcess {
+    const s = this.settings;
+    const target = s.store.target();
+    // Without the pipeline lock, a slow disk between decision and commit (300 ms) lets allocations of a week overlap.
+    if (s.unsafe === 'no-lock') failpoints = [failpoints, 'allocation.decided=delay:300'].filter(Boolean).join(',');
+    return startWorkerProcess(name, {
+      address: s.address(),
+      taskQueue: s.taskQueue,
+      dataDir: target.kind === 'file' ? target.dataDir : target.mediaDir,
+      store: target.kind === 'postgres' ? target : undefined,
+      vendorUrl: s.vendorUrl,
+      failpoints,
+      lockStaleMs: s.lockStaleMs,
+      extraEnv: { EPISODES_REVIEW_WEBHOOK_URL: s.webhookUrl },
+      unsafe: s.unsafe,
+    });
+  }
+}
+
+/** Whether the process is stopped (SIGSTOP): state `T` in /proc/<pid>/stat. */
+export function isStopped(w: WorkerProcess): boolean {
+  try {
+    const stat = readFileSync(`/proc/${w.child.pid}/stat`, 'utf8');
+    return /^\d+ \(.*\) T /.test(stat);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * What Temporal recorded about an episode's allocation, read when the store has forgotten it (a restore from an earlier
+ * backup, a failover to a replica that was behind). Production `episode-<id>` is started only by the weekly run its
+ * allocation answered, and that run's workflow ID is the allocation key: so the production's parent is the run that
+ * was given the id, and the parent's `EpisodeId` search attribute (set from the allocation's answer) confirms it.
+ * A production started by hand (`episodes generate`, no parent) has no such record.
+ */
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { parseAllocationKey, type AllocationKey } from '../domain/allocation-key';
+import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
+import { productionWorkflowId } from '../domain/names';
+import { EpisodeIdSearchAttribute } from '../domain/names';
+import type { AllocationClaim } from '../store/episode-store';
+
+export interface AllocationRecords {
+  /**
+   * The run Temporal recorded as given `episodeId`: the parent of its production's run `productionRunId` (default:
+   * the latest run), confirmed by that parent's `EpisodeId`. Undefined when it recorded none.
+   */
+  allocationOf(episodeId: EpisodeId, productionRunId?: string): Promise<AllocationClaim | undefined>;
+  /** The run of the production that `run` (the production itself, or one of its steps) belongs to. */
+  productionRunOf(episodeId: EpisodeId, run: { workflowId: string; runId: string }): Promise<string | undefined>;
+  /**
+   * The episode an earlier run of the same key (one reset, or re-run, since) was given, as that run's `EpisodeId`
+   * search attribute and its production's parent both record it; undefined when there is none, or no single one.
+   */
+  earlierAllocationOf(key: AllocationKey, ownRunId: string): Promise<AllocationClaim | undefined>;
+}
+
+/** Facts of a given run never change: kept, up to this many per process. */
+const CACHED_RUNS = 10_000;
+
+export function temporalAllocationRecords(client: Client): AllocationRecords {
+  const byRun = new Map<string, AllocationClaim | null>();
+  const parentRun = new Map<string, string | null>();
+  const remember = <T>(cache: Map<string, T>, key: string, value: T): T => {
+    if (cache.size >= CACHED_RUNS) cache.clear();
+    cache.set(key, value);
+    return value;
+  };
+  const records: AllocationRecords = {
+    async earlierAllocationOf(key, ownRunId) {
+      // A key a visibility query cannot quote safely is allocated by the store's rule alone.
+      if (/["\\]/.test(key)) return undefined;
+      const given = new Set<string>();
+      for await (const run of client.workflow.list({ query: `WorkflowId = "${key}"` })) {
+        const id = run.typedSearchAttributes.get(EpisodeIdSearchAttribute);
+        if (run.runId !== ownRunId && id !== undefined) given.add(id);
+      }
+      const [id, ...others] = [...given];
+      if (id === undefined || others.length > 0) return undefined;
+      const claim = await records.allocationOf(parseEpisodeId(id).episodeId);
+      return claim?.allocationKey === key ? claim : undefined;
+    },
+    async productionRunOf(episodeId, run) {
+      if (run.workflowId === productionWorkflowId(episodeId)) return run.runId;
+      const known = parentRun.get(run.runId);
+      if (known !== undefined) return known ?? undefined;
+      const parent = (await describe(client, run.workflowId, run.runId))?.parentExecution;
+      const production = parent?.workflowId === productionWorkflowId(episodeId) ? parent.runId : null;
+      return remember(parentRun, run.runId, production) ?? undefined;
+    },
+    async allocationOf(episodeId, productionRunId) {
+      const known = productionRunId === undefined ? undefined : byRun.get(productionRunId);
+      if (known !== undefined) return known ?? undefined;
+      const claim = (await recordOf(client, episodeId, productionRunId)) ?? null;
+      return (productionRunId === undefined ? claim : remember(byRun, productionRunId, claim)) ?? undefined;
+    },
+  };
+  return records;
+}
+
+async function recordOf(
+  client: Client,
+  episodeId: EpisodeId,
+  productionRunId?: string,
+): Promise<AllocationClaim | undefined> {
+  const parent = (await describe(client, productionWorkflowId(episodeId), productionRunId))?.parentExecution;
+  if (!parent?.workflowId || !parent.runId) return undefined;
+  const weekly = await describe(client, parent.workflowId, parent.runId);
+  if (weekly?.typedSearchAttributes.get(EpisodeIdSearchAttribute) !== episodeId) return undefined;
+  return {
+    allocationKey: parseAllocationKey(parent.workflowId),
+    episodeId,
+    allocatedBy: {
+      kind: 'workflow',
+      workflow_id: parent.workflowId,
+      run_id: parent.runId,
+      namespace: client.options.namespace,
+    },
+    createdAt: weekly.startTime.toISOString(),
+  };
+}
+
+async function describe(client: Client, workflowId: string, runId?: string) {
+  try {
+    return await client.workflow.getHandle(workflowId, runId).describe();
+  } catch (e) {
+    if (e instanceof WorkflowNotFoundError) return undefined;
+    throw e;
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * `episodes repair`: after a restore or a failover, puts back into the store what Temporal recorded and the store
+ * forgot. For each production Temporal knows: an allocation the store lost is re-asserted (reassertion.ts), and the
+ * completion of a production that completed is applied again from its recorded `completeEpisode` (the final media,
+ * the completion time, the history entry): every job the entry names is checked against the vendor and settled as a
+ * wait would (artifact downloaded again if missing, charge at the vendor's price), the ledger must then equal the
+ * recorded one, and history gets the recorded entry. Idempotent: a second run finds nothing to do.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
+import type { EpisodeState, HistoryEntry, LedgerEntry } from '../domain/episode-state';
+import { isPipelineError, PipelineError } from '../domain/errors';
+import { idempotencyKey, stepKey } from '../domain/names';
+import { paidStepSchema } from '../domain/paid-step';
+import { ErrorType } from '../domain/errors';
+import { ledgerProblems } from './completion-check';
+import type { RecordedCompletion, RecordedProduction } from './completion-records';
+import { bareRecord, vendorClient, type PaidStepDeps, type StepRef } from './paid-step-record';
+import { settledStep, settleStep } from './paid-step-settle';
+import { reassertForgotten } from './reassertion';
+
+export interface RepairAction {
+  episode_id: string;
+  /** What was (or, in a dry run, would be) done; `refused` and `conflict` need an operator. */
+  action: 'allocation-reasserted' | 'completion-reapplied' | 'conflict' | 'refused';
+  detail: string;
+}
+
+/** What the store lacks of one recorded production, repaired unless `dryRun`. */
+export async function repairProduction(
+  deps: PaidStepDeps,
+  p: RecordedProduction,
+  dryRun: boolean,
+): Promise<RepairAction[]> {
+  const id = p.episodeId;
+  const act = (action: RepairAction['action'], detail: string): RepairAction => ({ episode_id: id, action, detail });
+  const actions: RepairAction[] = [];
+  try {
+    if (!(await deps.store.getEpisode(id))) {
+      if (dryRun) actions.push(act('allocation-reasserted', 'forgotten by the store; Temporal records its run'));
+      else {
+        const done = await reassertForgotten(deps, id);
+        if (!done) return [act('refused', 'forgotten by the store, and Temporal records no run that was given it')];
+        actions.push(act('allocation-reasserted', `key ${done.created ? 'written back' : 'already there'}`));
+      }
+    }
+    if (p.completion && !(await completionStands(deps, id, p.completion.entry))) {
+      if (!dryRun) await reapplyCompletion(deps, p.completion);
+      actions.push(act('completion-reapplied', describeEntry(p.completion.entry)));
+    }
+  } catch (e) {
+    if (!isPipelineError(e)) throw e;
+    actions.push(act(e.type === ErrorType.AllocationConflict ? 'conflict' : 'refused', `${e.type}: ${e.message}`));
+  }
+  return actions;
+}
+
+/** The store shows the episode completed with the recorded history entry. */
+async function completionStands(deps: PaidStepDeps, id: EpisodeId, entry: HistoryEntry): Promise<boolean> {
+  const state = await deps.store.getEpisode(id);
+  const written = (await deps.store.listHistory({ weekId: parseEpisodeId(id).weekId })).find(
+    (h) => h.episode_id === id,
+  );
+  return state?.status === 'completed' && isDeepStrictEqual(written, entry);
+}
+
+async function reapplyCompletion(deps: PaidStepDeps, { input, entry }: RecordedCompletion): Promise<void> {
+  const { episodeId: id } = parseEpisodeId(input.episodeId);
+  const before = await deps.store.requireEpisode(id);
+  if (before.status !== 'completed') {
+    const client = await vendorClient(deps, id);
+    for (const job of entry.remote_jobs) {
+      const step = paidStepSchema.parse(job.step);
+      const at: StepRef = {
+        id,
+        step,
+        round: job.round,
+        key: stepKey(step, job.round),
+        ref: idempotencyKey(id, step, job.round),
+      };
+      const record = before.steps[at.key];
+      if (settledStep(before, at.key) || record?.status === 'failed') continue;
+      // The job Temporal recorded; the wait checks it is the vendor's job for this step's key before charging it.
+      const named = record ?? bareRecord(at, { status: 'submitted', remote_job_id: job.remote_job_id });
+      await settleStep(deps, client, at, named).catch((e: unknown) => {
+        if (isPipelineError(e, ErrorType.VendorRejected)) return; // a failed job: charged, its step stays failed
+        throw e;
+      });
+    }
+  }
+  await deps.store.updateEpisode(id, (s) => completedAsRecorded(s, input, entry));
+  await deps.store.appendHistory(entry);
+}
+
+/** Pure: the state completed as Temporal recorded it, or a refusal naming what differs (nothing is written). */
+function completedAsRecorded(s: EpisodeState, input: RecordedCompletion['input'], entry: HistoryEntry): EpisodeState {
+  if (s.status === 'completed') return s;
+  const refuse = (why: string): never => {
+    throw new PipelineError(ErrorType.StoreCorrupt, `${s.episode_id}: completion not re-applied: ${why}`);
+  };
+  const problems = ledgerProblems(s, [input.finalVideo, input.finalCover]);
+  if (problems.length > 0) refuse(`the ledger does not match the steps: ${problems.join('; ')}`);
+  if (charges(s.ledger) !== charges(entry.ledger)) {
+    refuse(`the vendor's charges (${charges(s.ledger)}) differ from the recorded ledger (${charges(entry.ledger)})`);
+  }
+  const video = s.media[input.finalVideo];
+  const cover = s.media[input.finalCover];
+  if (video?.sha256 !== entry.media.video?.sha256 || cover?.sha256 !== entry.media.cover?.sha256) {
+    refuse('the final media downloaded again differ from the recorded ones');
+  }
+  return {
+    ...s,
+    status: 'completed',
+    completed_at: entry.completed_at,
+    approval: entry.approval,
+    ledger: entry.ledger,
+    media: { ...s.media, video: video!, cover: cover! },
+  };
+}
+
+function charges(ledger: readonly LedgerEntry[]): string {
+  return ledger
+    .map((l) => `${l.remote_job_id} ${l.amount_cents} ${l.currency}`)
+    .sort()
+    .join(', ');
+}
+
+function describeEntry(entry: HistoryEntry): string {
+  return `completed ${entry.completed_at}, ${entry.remote_jobs.length} jobs, ${entry.total_cost_cents} cents`;
+}

@@ -1,0 +1,57 @@
+/**
+ * The desk's audit log: one JSON object per line, to stderr or to a file (opened for appending, 0600, never through a
+ * symlink). It records what the desk itself sees: sign-ins (refused ones too), sign-outs, sessions that ended, refused
+ * requests (origin, CSRF), each decision sent through the desk, and the detail of every error page's incident. Who,
+ * through which channel and sign-in method, when (`at`), from where (`ip`, the client address as trust-proxy allows).
+ * Never a token, a session id, a cookie or a client secret.
+ */
+import * as fs from 'node:fs';
+
+export type AuditEvent =
+  | { event: 'sign-in'; outcome: 'ok' | 'refused'; method: 'token' | 'oidc'; reviewer?: string; reason?: string }
+  | { event: 'sign-out'; reviewer: string }
+  | { event: 'session-ended'; reviewer: string; reason: string }
+  | { event: 'request-refused'; reason: 'origin' | 'csrf'; method: string; path: string }
+  | {
+      event: 'decision';
+      channel: 'desk';
+      method: 'token' | 'oidc';
+      reviewer: string;
+      episode: string;
+      round: number;
+      kind: 'approve' | 'rework';
+      outcome: 'accepted' | 'refused';
+      reason?: string;
+    }
+  | { event: 'error'; incident: string; method: string; path: string; message: string; stack?: string };
+
+/** Where a line came from: the client's address and, once signed in, the session's public handle. */
+export interface AuditContext {
+  ip: string;
+  session?: string;
+}
+
+export class AuditLog {
+  constructor(
+    private readonly write: (line: string) => void,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  static toStderr(): AuditLog {
+    return new AuditLog((line) => process.stderr.write(line));
+  }
+
+  /** Appends to `file`, created 0600; refuses a symlink in its place. */
+  static toFile(file: string): AuditLog {
+    const fd = fs.openSync(
+      file,
+      fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW,
+      0o600,
+    );
+    return new AuditLog((line) => fs.writeSync(fd, line));
+  }
+
+  record(e: AuditEvent, where: AuditContext): void {
+    this.write(`${JSON.stringify({ at: this.clock().toISOString(), ...e, ...where })}\n`);
+  }
+}

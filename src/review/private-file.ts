@@ -1,0 +1,37 @@
+/**
+ * Reading a file the desk trusts (the reviewers file, the OIDC client secret): opened without following a symlink,
+ * then checked on that same descriptor: a regular file, owned by this process's user, with no permission for group or
+ * others (what `chmod 600` gives). Anything else is refused with one line saying what to fix.
+ */
+import * as fs from 'node:fs';
+import { PipelineError } from '../domain/errors';
+import { ErrorType } from '../domain/errors';
+
+/** The file's text, or undefined when it does not exist. */
+export function readPrivateFile(file: string, what: string): string | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP') throw refused(what, file, 'is a symlink; give the real file');
+    throw new PipelineError(ErrorType.StorageFailure, `cannot open the ${what} ${file}: ${code}`);
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw refused(what, file, 'is not a regular file');
+    const uid = process.geteuid?.();
+    if (uid !== undefined && st.uid !== uid) throw refused(what, file, `is owned by uid ${st.uid}, not by ${uid}`);
+    if ((st.mode & 0o077) !== 0) {
+      throw refused(what, file, `has mode ${(st.mode & 0o777).toString(8)}; run chmod 600 on it`);
+    }
+    return fs.readFileSync(fd, 'utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function refused(what: string, file: string, problem: string): PipelineError {
+  return new PipelineError(ErrorType.InvalidState, `the ${what} ${file} ${problem}`);
+}

@@ -1,0 +1,56 @@
+/**
+ * No variable tells a production worker or CLI to skip a protection: the proofs that a protection matters build their
+ * unsafe stores in test code (test/helpers/unsafe-stores.ts), never behind a switch in src/.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { FileEpisodeStore } from '../../src/store/file-store';
+import { openStore } from '../../src/store/open-store';
+import { REPO_ROOT } from '../helpers/temporal';
+
+/** The test-only switches src/ once read, set as a mistaken production environment would. */
+const FORMER_SWITCHES = {
+  EPISODES_UNSAFE_DISABLE_LOCK_FOR_TESTS: '1',
+  EPISODES_UNSAFE_LOCK_FOR_TESTS: 'stale-only',
+  EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS: '1',
+  EPISODES_UNSAFE_IGNORE_MIGRATION_PREFLIGHT_FOR_TESTS: '1',
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? sourceFiles(p) : e.name.endsWith('.ts') ? [p] : [];
+  });
+}
+
+describe('no production switch turns a protection off', () => {
+  it('src/ names no test-only switch (UNSAFE, ForTests, FOR_TESTS)', () => {
+    const hits = sourceFiles(path.join(REPO_ROOT, 'src')).flatMap((file) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .map((line, i) => ({ line, at: `${path.relative(REPO_ROOT, file)}:${i + 1}` }))
+        .filter(({ line }) => /UNSAFE|ForTests|FOR_TESTS/.test(line))
+        .map(({ at, line }) => `${at}: ${line.trim()}`),
+    );
+    assert.deepEqual(hits, []);
+  });
+
+  it('the file store opened with the former switches set still takes its pipeline lock', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'no-switch-'));
+    const saved = { ...process.env };
+    Object.assign(process.env, FORMER_SWITCHES, { EPISODES_STORE_URL: '' });
+    try {
+      const store = openStore({ dataDir: dir });
+      assert.ok(store instanceof FileEpisodeStore);
+      const held = await store.lock.withLock(() => Promise.resolve(existsSync(path.join(dir, 'pipeline.lock'))));
+      assert.equal(held, true, 'the critical section ran without the lock directory');
+      await store.close();
+    } finally {
+      for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+      Object.assign(process.env, saved);
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
