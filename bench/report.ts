@@ -1,4 +1,4 @@
-/** The results as one Markdown table: readable in a terminal and pasted as is into docs/benchmarks.md. */
+/** The results as one Markdown table, readable in a terminal (docs/benchmarks.md gets its tables from doc-tables.ts). */
 import type { BenchResults, MeasuredRow, Profile, Row } from './results';
 
 /** Metrics shown in their own columns or not at all; the rest go to "other". */
@@ -20,7 +20,7 @@ export function fmt(v: number): string {
   return v.toFixed(2);
 }
 
-function other(row: MeasuredRow): string {
+export function other(row: MeasuredRow): string {
   return Object.entries(row.metrics)
     .filter(([k]) => !OWN_COLUMNS.has(k))
     .map(([k, v]) => (UNITS[k] ?? ((x: number) => `${k.replace(/_/g, ' ')} ${fmt(x)}`))(v))

@@ -8,6 +8,7 @@
  *   --no-postgres       skip the PostgreSQL rows
  *   --no-profile        skip the profile of the worst allocation ratio
  *   --out <dir>         where the results JSON goes (default bench/results)
+ *   --write-docs        a full run writes its sections' tables into docs/benchmarks.md (bench/doc-tables.ts)
  */
 import { mkdtempSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
@@ -17,6 +18,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { z } from 'zod';
 import { benchAllocation } from './allocation';
 import { benchContention } from './contention';
+import { writeBenchDocs } from './doc-tables';
 import { gitFacts, machineFacts } from './machine';
 import { benchProduction } from './production';
 import { benchReviewDesk } from './review-desk';
@@ -81,6 +83,13 @@ const SMOKE: BenchConfig = {
   review_requests: 5,
 };
 
+/** How this run was started, as a reader would type it. */
+function commandLine(): string {
+  const args = process.argv.slice(2).join(' ');
+  if (process.env.npm_lifecycle_event === 'bench') return `npm run bench${args ? ` -- ${args}` : ''}`;
+  return ['node', path.relative(REPO_ROOT, process.argv[1] ?? '') || 'bench/run.js', args].filter(Boolean).join(' ');
+}
+
 function log(message: string): void {
   process.stderr.write(`bench: ${message}\n`);
 }
@@ -93,8 +102,10 @@ async function main(): Promise<number> {
       'no-postgres': { type: 'boolean', default: false },
       'no-profile': { type: 'boolean', default: false },
       out: { type: 'string', default: path.join(REPO_ROOT, 'bench', 'results') },
+      'write-docs': { type: 'boolean', default: false },
     },
   });
+  if (values['write-docs'] && values.smoke) throw new Error('--write-docs: only a full run writes the docs');
   const mode = values.smoke ? 'smoke' : 'full';
   const config = values.smoke ? SMOKE : FULL;
   const only = new Set((values.only ?? SECTIONS.join(',')).split(',').map((s) => s.trim()));
@@ -222,7 +233,7 @@ async function main(): Promise<number> {
   const results: BenchResults = {
     schema: 'bench-results/v1',
     mode,
-    command: ['node', ...process.argv.slice(1).map((a) => path.relative(REPO_ROOT, a) || a)].join(' '),
+    command: commandLine(),
     git_commit: git.commit,
     git_dirty: git.dirty,
     started_at: startedAt.toISOString(),
@@ -237,7 +248,15 @@ async function main(): Promise<number> {
   console.log(`\nresults: ${path.relative(process.cwd(), file) || file}`);
   const broken = brokenRows(rows);
   for (const r of broken) log(`FAILED ${r.id}: ${r.status === 'measured' ? JSON.stringify(r.checks) : r.reason}`);
-  return broken.length === 0 ? 0 : 1;
+  const docs = values['write-docs']
+    ? await writeBenchDocs(results).then(
+        (written) => written.forEach((w) => log(`wrote ${w}`)),
+        (e: unknown) =>
+          `--write-docs: ${e instanceof Error ? e.message : String(e)}; docs/benchmarks.md left as it was`,
+      )
+    : undefined;
+  if (docs) log(docs);
+  return broken.length === 0 && !docs ? 0 : 1;
 }
 
 main().then(

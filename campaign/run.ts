@@ -21,6 +21,7 @@ import { z } from 'zod';
 import { gitFacts } from '../bench/machine';
 import { check, type CheckResult } from './check/checker';
 import { markdownTable, violationDetails, violations, type ReportHeader } from './check/report';
+import { CAMPAIGN_UNSAFE, writeCampaignDocs } from './docs';
 import { Driver } from './driver';
 import { FAULT_KINDS, FAULT_TITLES, generatePlan, planSchema, STORE_KINDS, type Plan } from './plan';
 
@@ -40,7 +41,7 @@ const optionsSchema = z.object({
   out: z.string().optional(),
   replay: z.string().optional(),
   docs: z.boolean(),
-  unsafe: z.enum(['no-lock', 'no-intent', 'no-reassert']).optional(),
+  unsafe: z.enum(CAMPAIGN_UNSAFE).optional(),
   without: z
     .string()
     .default('')
@@ -145,8 +146,13 @@ async function main(): Promise<number> {
   );
   process.stdout.write(`\n${table}\n\n`);
   if (bad > 0) process.stdout.write(`VIOLATIONS (${bad}):\n${violationDetails(result)}\n\nkept in ${out}\n`);
-  if (o.docs)
-    await writeDocs(o.unsafe ?? plan.store, o.unsafe ? proofLine(result, o.unsafe, bad, header) : `\n${table}\n`);
+  if (o.docs) {
+    await writeCampaignDocs(path.join(REPO_ROOT, 'docs', 'reliability.md'), {
+      ...header,
+      unsafe: o.unsafe ?? null,
+      ...result,
+    });
+  }
   if (bad === 0 && !o.out) await fs.rm(out, { recursive: true, force: true });
   return bad > 0 ? 1 : 0;
 }
@@ -159,27 +165,6 @@ function machineLine(loadStart: number[]): string {
   const cpu = os.cpus()[0]?.model.trim() ?? 'unknown CPU';
   const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
   return `${os.cpus().length} cores (${cpu}), load ${load(loadStart)} at start, ${load(os.loadavg())} at end`;
-}
-
-/** What an unsafe build's run found: exit code and the invariants it violated, with the first violation. */
-function proofLine(r: CheckResult, variant: string, bad: number, h: ReportHeader): string {
-  const found = r.invariants
-    .filter((i) => i.violations > 0)
-    .map((i) => `${i.name}: **${i.violations}** (e.g. ${i.details[0]})`)
-    .join('; ');
-  return ` \`--unsafe ${variant}\`, seed ${h.seed}: exit ${bad > 0 ? 1 : 0}; ${found || 'nothing found'}.`;
-}
-
-/** The text between `<!-- campaign:<name> -->` and `<!-- /campaign:<name> -->` in docs/reliability.md. */
-async function writeDocs(store: string, table: string): Promise<void> {
-  const file = path.join(REPO_ROOT, 'docs', 'reliability.md');
-  const text = await fs.readFile(file, 'utf8');
-  const open = `<!-- campaign:${store} -->`;
-  const close = `<!-- /campaign:${store} -->`;
-  const start = text.indexOf(open);
-  const end = text.indexOf(close);
-  if (start < 0 || end < start) throw new Error(`docs/reliability.md has no ${open} ... ${close} markers`);
-  await fs.writeFile(file, `${text.slice(0, start + open.length)}${table}${text.slice(end)}`);
 }
 
 main().then(

@@ -5,14 +5,17 @@
 // starts last. See docs/testing.md.
 //
 //   node scripts/run-tests.mjs [--jobs N] [--ignore DIR]... [--profile OUT.jsonl [--save-durations]] [PATH...]
-//                              [-- MOCHA_ARGS...]
+//                              [--write-docs] [-- MOCHA_ARGS...]
 //
 // PATH: files or folders under dist/test (default: dist/test). --jobs: workers (default $EPISODES_TEST_JOBS or 4).
 // --profile: every file's wall time, written to OUT.jsonl, and a table per folder printed at the end;
 // --save-durations then writes those times to test/durations.json (the order of the next runs).
+// --write-docs: after a passing run, the tables the files kept go into the docs (dist/test/docs/write-parts.js); this is
+// how `npm run test:faults -- --write-docs` writes the fault tables of docs/reliability.md.
 import { spawnSync } from 'node:child_process';
 import console from 'node:console';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +35,7 @@ function parseArgs(argv) {
     else if (a === '--ignore') o.ignore.push(path.resolve(ROOT, argv[++i]));
     else if (a === '--profile') o.profile = path.resolve(argv[++i]);
     else if (a === '--save-durations') o.saveDurations = true;
+    else if (a === '--write-docs') o.writeDocs = true;
     else o.paths.push(path.resolve(ROOT, a));
   }
   if (!Number.isInteger(o.jobs) || o.jobs < 1) throw new Error(`--jobs must be a positive integer`);
@@ -102,6 +106,29 @@ function printProfile(rows, out, wallSeconds) {
   }
 }
 
+/** A directory for the files' table rows, with how and when this run started (named in each table's caption). */
+function startDocTableParts() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'doc-table-parts-'));
+  const script = process.env.npm_lifecycle_event;
+  const args = process.argv.slice(2).filter((a) => !a.startsWith('dist/') || !script);
+  const command = script
+    ? `npm run ${script} -- ${args.join(' ')}`
+    : `${process.env.EPISODES_FAULTS ? `EPISODES_FAULTS=${process.env.EPISODES_FAULTS} ` : ''}node scripts/run-tests.mjs ${args.join(' ')}`;
+  const run = { command, started_at: new Date().toISOString(), load_start: os.loadavg() };
+  writeFileSync(path.join(dir, 'run.json'), JSON.stringify(run));
+  return dir;
+}
+
+function writeDocTables(dir, status) {
+  if (status === 0) {
+    const w = spawnSync(process.execPath, [path.join(DIST, 'test', 'docs', 'write-parts.js'), dir], {
+      stdio: 'inherit',
+    });
+    if (w.status !== 0) process.exitCode = 1;
+  } else console.log('--write-docs: the run failed, so no doc table was written');
+  rmSync(dir, { recursive: true, force: true });
+}
+
 const o = parseArgs(process.argv.slice(2));
 const files = o.paths.flatMap((p) => testFiles(p, o.ignore));
 const estimate = estimates(files);
@@ -111,12 +138,15 @@ console.log(`run-tests: ${files.length} files, ${jobs} workers, node ${process.v
 const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
 if (o.profile) writeFileSync(o.profile, '');
 const started = Date.now();
+const env = { ...process.env, ...(o.profile ? { EPISODES_FILE_TIMES: o.profile } : {}) };
+if (o.writeDocs) env.EPISODES_DOC_TABLE_PARTS = startDocTableParts();
 const r = spawnSync(process.execPath, [mocha, '--parallel', '--jobs', String(jobs), ...o.mocha, ...files], {
   stdio: 'inherit',
-  env: o.profile ? { ...process.env, EPISODES_FILE_TIMES: o.profile } : process.env,
+  env,
 });
+if (o.writeDocs) writeDocTables(env.EPISODES_DOC_TABLE_PARTS, r.status);
 if (o.profile && existsSync(o.profile)) {
   printProfile(readProfile(o.profile), o.profile, (Date.now() - started) / 1000);
   if (o.saveDurations && r.status === 0) saveDurations(readProfile(o.profile));
 }
-process.exit(r.status ?? 1);
+process.exit(r.status === 0 ? (process.exitCode ?? 0) : (r.status ?? 1));

@@ -1,7 +1,7 @@
 /**
  * Business metrics, through the SDK's metric meter of the running activity: they reach the worker's Prometheus
  * endpoint (EPISODES_METRICS_ADDRESS) with the SDK's own labels (namespace, task_queue, activity_type, workflow_type)
- * and are a no-op when the worker exports no metrics. Every name, label and meaning is listed in docs/metrics.md.
+ * and are a no-op when the worker exports no metrics. Every name, label and meaning is listed in docs/operations.md.
  */
 import type { MetricTags } from '@temporalio/common';
 import type { PaidStep } from '../domain/paid-step';

@@ -1,6 +1,16 @@
 /**
  * Legacy (week-v1) episode → current schema, as pure functions: the migration writes what `mapLegacyEpisode` returns,
  * and `episodes verify` recomputes it from the preserved evidence to prove that nothing changed since.
+ *
+ * The whole legacy state.json goes verbatim under `legacy` in the new state (history.json's week value likewise in
+ * the history entry); the typed fields are derived from it:
+ *  - id `<week>-0`, sequence 0; `allocation_key` null, `allocated_by` `{ kind: 'migration', from_id: <week> }`;
+ *  - status `completed`; approval `{ status, by: approved_by, at: approved_at, notes: null }`, or null when its
+ *    status is not one the schema knows; media as recorded, relative to the episode directory;
+ *  - one step record per remote job of a paid step, keyed `<step>-r<round>` (legacy had no rounds: a step's jobs are
+ *    numbered in the order recorded), with `idempotency_key` `week-v1:<week>:<remote_job_id>`, `charged` when a cost
+ *    names the job, and the artifact of the last succeeded round; one ledger entry per cost.
+ * Anything else (extra fields, jobs of steps that are not paid steps) stays only under `legacy`.
  */
 import { formatEpisodeId, type EpisodeId } from '../domain/episode-id';
 import {

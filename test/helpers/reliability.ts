@@ -19,6 +19,7 @@ import type { VerifyReport } from '../../src/verify/verify-store';
 import type { EpisodeProductionResult } from '../../src/workflows/episode-production';
 import { approveSignal, statusQuery } from '../../src/workflows/messages';
 import { WORKFLOW_TEST_API_KEY } from './deps';
+import { recordDocTablePart } from './doc-tables';
 import { freshDatabase, withDatabase } from './postgres';
 import { DIST_ROOT, runCli } from './processes';
 import type { UnsafeVariant } from './unsafe-stores';
@@ -411,6 +412,19 @@ function describeGroups<T>(groups: Map<string, T[]>): string {
     .filter(([, g]) => g.length > 1)
     .map(([k, g]) => `${k} ×${g.length}`)
     .join(', ');
+}
+
+/**
+ * Prints a scenario's table at the end of its file and keeps its rows for the fault tables of docs/reliability.md
+ * (`npm run test:faults -- --write-docs`; test/reliability/doc-tables.ts).
+ */
+export async function reportTable(title: string, rows: readonly object[]): Promise<void> {
+  console.log(`\n${title}\n${formatTable(rows)}\n`);
+  const name = title
+    .replace(/[^a-z0-9]+/gi, '-')
+    .replace(/^-|-$/g, '')
+    .toLowerCase();
+  await recordDocTablePart(name, { full: process.env.EPISODES_FAULTS === 'full', rows });
 }
 
 /** Fixed-width text table for the `after` hooks. */

@@ -20,7 +20,7 @@ import { createTestEnv, createTestWorker, REPO_ROOT, uniqueTaskQueue, workflowBu
 import {
   approveProductions,
   assertInvariants,
-  formatTable,
+  reportTable,
   sleep,
   newStoreTarget,
   openTarget,
@@ -126,7 +126,7 @@ describe('crash matrix: a worker process SIGKILLed at each failpoint of a weekly
       seconds: '',
     }));
     const table = (kind: StoreKind) => ROWS[kind].map((p) => rows.get(`${kind} ${p}`) ?? notRun(kind, p));
-    console.log(`\ncrash matrix\n${formatTable([...table('file'), ...migrationRows, ...table('postgres')])}\n`);
+    await reportTable('crash matrix', [...table('file'), ...migrationRows, ...table('postgres')]);
   });
 
   it('covers every failpoint in src/: weekly-run points here, migration points in the migration crash test', () => {

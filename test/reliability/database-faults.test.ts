@@ -23,7 +23,7 @@ import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal';
 import {
   approveProductions,
   assertInvariants,
-  formatTable,
+  reportTable,
   invariantColumns,
   sleep,
   startWorkerProcess,
@@ -256,7 +256,7 @@ describe('database faults: 3 worker processes on one PostgreSQL, the server faul
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
     await server?.stop();
     await env?.teardown();
-    console.log(`\ndatabase faults\n${formatTable(table)}\n`);
+    await reportTable('database faults', table);
   });
 
   rowsToRun.forEach((scenario, index) => {
@@ -265,6 +265,7 @@ describe('database faults: 3 worker processes on one PostgreSQL, the server faul
       const row: Record<string, string | number> = {
         fault: scenario.fault,
         moment: scenario.moment,
+        'npm test': scenario.quick ? 'yes' : '',
         runs: scenario.runs,
         outcome: 'failed',
       };

@@ -16,7 +16,7 @@ import { DevServer } from '../helpers/dev-server';
 import {
   approveProductions,
   assertInvariants,
-  formatTable,
+  reportTable,
   invariantColumns,
   sleep,
   startWorkerProcess,
@@ -51,7 +51,7 @@ describe('server restart: the dev server stopped mid-production and started agai
     await server?.stop();
     await vendor?.close();
     if (dir) await fs.rm(dir, { recursive: true, force: true });
-    if (outages.length) console.log(`\nserver restarts\n${formatTable(outages)}\n`);
+    if (outages.length) await reportTable('server restarts', outages);
   });
 
   it('every run finishes after two restarts, with the invariants holding', async () => {

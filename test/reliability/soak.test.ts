@@ -24,7 +24,7 @@ import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal';
 import {
   approveProductions,
   assertInvariants,
-  formatTable,
+  reportTable,
   invariantColumns,
   newStoreTarget,
   openTarget,
@@ -80,7 +80,7 @@ for (const kind of STORE_KINDS) {
       await vendor?.close();
       await env?.teardown();
       if (dir) await fs.rm(dir, { recursive: true, force: true });
-      if (report) console.log(`\nconcurrency soak (${kind} store)\n${formatTable([report])}\n`);
+      if (report) await reportTable(`concurrency soak (${kind} store)`, [report]);
     });
 
     /** For a failure message: the runs that never closed and what their pending activity last failed with. */

@@ -19,7 +19,7 @@ import type { AllocOutcome } from '../helpers/alloc-client';
 import { startTestVendor } from '../helpers/deps';
 import { jobOf, stepRefOf } from '../helpers/frozen-writer';
 import { collect, freezeAtFailpoint, runNode, spawnNode } from '../helpers/processes';
-import { assertInvariants, formatTable } from '../helpers/reliability';
+import { assertInvariants, formatTable, reportTable } from '../helpers/reliability';
 
 const CONTENDERS = 6;
 const ROUNDS = 3;
@@ -37,7 +37,7 @@ describe("a dead holder's lock taken over by several processes at once", functio
   after(async () => {
     await vendor?.close();
     for (const dir of dirs) await fs.rm(dir, { recursive: true, force: true });
-    if (rows.length) console.log(`\nstale lock takeover\n${formatTable(rows)}\n`);
+    if (rows.length) await reportTable('stale lock takeover', rows);
   });
 
   it('a contender delayed between judging the lock stale and removing it does not remove the next holder', async () => {

@@ -1,0 +1,239 @@
+/**
+ * Tables that are one run's output live in the docs between markers and are written by the command that measured
+ * them, never pasted:
+ *
+ *     <!-- bench:contention -->
+ *     (written by the generator)
+ *     <!-- /bench:contention -->
+ *
+ * The marker's first part names a generator (registered in test/docs/generators.ts), the second one of its tables.
+ * Every write also records the generator's input in test/docs/recorded/<generator>.json, so that
+ * test/docs/doc-tables.test.ts renders each table again from it and compares: a hand edit, a marker without a
+ * generator, or a table without its marker fails `npm test`.
+ */
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as prettier from 'prettier';
+import { z } from 'zod';
+import { gitFacts, machineFacts } from '../../bench/machine';
+import { machineSchema } from '../../bench/results';
+
+export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
+const RECORDED_DIR = 'test/docs/recorded';
+
+export interface DocTableGenerator<Input> {
+  /** The marker prefix: `<!-- name:table -->`. */
+  readonly name: string;
+  /** The doc that holds its tables, relative to the repository root. */
+  readonly doc: string;
+  readonly tables: readonly string[];
+  /** What one table is rendered from (recorded beside the doc). */
+  readonly input: z.ZodType<Input>;
+  /** Markdown for one table, caption included. */
+  render(table: string, input: Input): string;
+  /** For tables a test run produces: their inputs from the rows its files kept (recordDocTablePart). */
+  readonly fromParts?: (parts: Record<string, unknown>, run: RunFacts) => Partial<Record<string, Input>>;
+}
+
+// ---- the run a table came from: named in its caption ----
+
+export const runFactsSchema = z.strictObject({
+  command: z.string(),
+  commit: z.string(),
+  dirty: z.boolean(),
+  started_at: z.iso.datetime(),
+  duration_s: z.number().nonnegative(),
+  machine: machineSchema.omit({ hostname: true }),
+});
+export type RunFacts = z.infer<typeof runFactsSchema>;
+
+/** The facts of a run that started at `startedAt` with 1/5/15-min load `loadStart` and ends now. */
+export function runFacts(command: string, startedAt: Date, loadStart: number[], dataPath = os.tmpdir()): RunFacts {
+  const git = gitFacts(REPO_ROOT);
+  const { hostname: _, ...machine } = machineFacts(dataPath, loadStart);
+  return {
+    command,
+    commit: git.commit.slice(0, 7),
+    dirty: git.dirty,
+    started_at: startedAt.toISOString(),
+    duration_s: Math.round((Date.now() - startedAt.getTime()) / 1000),
+    machine,
+  };
+}
+
+/** One line naming the command, the code and the machine: the caption above every generated table. */
+export function runCaption(f: RunFacts): string {
+  const m = f.machine;
+  const when = f.started_at.slice(0, 16).replace('T', ' ');
+  const took = f.duration_s >= 120 ? `${Math.round(f.duration_s / 60)} min` : `${f.duration_s} s`;
+  const load = (l: number[]) => (l[0] ?? 0).toFixed(1);
+  return wrap(
+    `\`${f.command}\` at ${f.commit}${f.dirty ? ' (uncommitted changes)' : ''}, ${when} UTC, ${took}; ` +
+      `${m.cpu_model}, ${m.cores} cores, ${Math.round(m.memory_mib / 1024)} GiB, Node ${m.node}, ${m.os}, ` +
+      `${m.disk.fs_type} on ${m.disk.device}; load ${load(m.load_avg_start)} at start, ${load(m.load_avg_end)} at end.`,
+  );
+}
+
+/** Prose lines of at most 120 characters, as the docs are written (prettier keeps line breaks as they are). */
+function wrap(text: string, width = 120): string {
+  const lines: string[] = [];
+  for (const word of text.split(' ')) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= width) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return lines.join('\n');
+}
+
+// ---- markers ----
+
+export interface Marker {
+  generator: string;
+  table: string;
+  /** The text between the opening and the closing marker, trimmed. */
+  content: string;
+}
+
+/** A marker stands alone on its line; one inside a fenced code block is an example, not a marker. */
+const MARKER = /^<!--\s*(\/?)([a-z][a-z0-9-]*):([a-z0-9][a-z0-9-]*)\s*-->$/gm;
+const blankCodeBlocks = (text: string) => text.replace(/^```[^]*?^```/gm, (block) => block.replace(/[^\n]/g, ' '));
+
+/** Every marker pair of a doc; throws, naming the doc, on a marker left open, closed twice, nested or repeated. */
+export function findMarkers(text: string, doc: string): Marker[] {
+  const found: Marker[] = [];
+  let open: { generator: string; table: string; after: number } | undefined;
+  for (const m of blankCodeBlocks(text).matchAll(MARKER)) {
+    const [whole, slash, generator, table] = m as unknown as [string, string, string, string];
+    const id = `${generator}:${table}`;
+    if (!slash) {
+      if (open) throw new Error(`${doc}: <!-- ${id} --> inside <!-- ${open.generator}:${open.table} -->`);
+      if (found.some((f) => f.generator === generator && f.table === table)) throw new Error(`${doc}: ${id} twice`);
+      open = { generator, table, after: m.index + whole.length };
+    } else {
+      if (!open || open.generator !== generator || open.table !== table) {
+        throw new Error(`${doc}: <!-- /${id} --> closes nothing`);
+      }
+      found.push({ generator, table, content: text.slice(open.after, m.index).trim() });
+      open = undefined;
+    }
+  }
+  if (open) throw new Error(`${doc}: <!-- ${open.generator}:${open.table} --> is never closed`);
+  return found;
+}
+
+function replaceBlock(text: string, doc: string, id: string, body: string): string {
+  const scan = blankCodeBlocks(text);
+  const start = scan.search(new RegExp(`^<!-- ${id} -->$`, 'm'));
+  const end = scan.search(new RegExp(`^<!-- /${id} -->$`, 'm'));
+  if (start < 0 || end < start) throw new Error(`${doc} has no <!-- ${id} --> ... <!-- /${id} --> to write into`);
+  return `${text.slice(0, start)}<!-- ${id} -->\n\n${body}\n\n${text.slice(end)}`;
+}
+
+/** A table rendered and formatted as `npm run lint` wants it, so that writing it leaves the doc lint-clean. */
+export async function renderDocTable<I>(generator: DocTableGenerator<I>, table: string, input: I): Promise<string> {
+  const md = generator.render(table, input);
+  return (await prettier.format(md, { ...(await prettierOptions()), parser: 'markdown' })).trim();
+}
+
+async function prettierOptions(): Promise<prettier.Options> {
+  return (await prettier.resolveConfig(path.join(REPO_ROOT, 'README.md'))) ?? {};
+}
+
+export function recordedFile(generator: { name: string }, root = REPO_ROOT): string {
+  return path.join(root, RECORDED_DIR, `${generator.name}.json`);
+}
+
+/** Each table's recorded input, as last written (an empty object when nothing was recorded yet). */
+export async function readRecorded(generator: { name: string }, root = REPO_ROOT): Promise<Record<string, unknown>> {
+  const text = await fs.readFile(recordedFile(generator, root), 'utf8').catch(() => '{}');
+  return z.record(z.string(), z.unknown()).parse(JSON.parse(text));
+}
+
+/** Writes the given tables into the generator's doc and records their inputs; the other tables stay as they are. */
+export async function writeDocTables<I>(
+  generator: DocTableGenerator<I>,
+  inputs: Partial<Record<string, I>>,
+  root = REPO_ROOT,
+): Promise<string[]> {
+  if (Object.values(inputs).every((i) => i === undefined)) return [];
+  const docFile = path.join(root, generator.doc);
+  let text = await fs.readFile(docFile, 'utf8');
+  const recorded = await readRecorded(generator, root);
+  const written: string[] = [];
+  for (const [table, input] of Object.entries(inputs)) {
+    if (input === undefined) continue;
+    if (!generator.tables.includes(table)) throw new Error(`${generator.name} has no table ${table}`);
+    const parsed = generator.input.parse(input);
+    const body = await renderDocTable(generator, table, parsed);
+    text = replaceBlock(text, generator.doc, `${generator.name}:${table}`, body);
+    recorded[table] = parsed;
+    written.push(`${generator.doc} ${generator.name}:${table}`);
+  }
+  const json = JSON.stringify(recorded, null, 2);
+  await fs.mkdir(path.dirname(recordedFile(generator, root)), { recursive: true });
+  await fs.writeFile(recordedFile(generator, root), await prettier.format(json, { parser: 'json' }));
+  await fs.writeFile(docFile, text);
+  return written;
+}
+
+// ---- the check that test/docs/doc-tables.test.ts runs ----
+
+export interface DocsToCheck {
+  /** Path relative to the repository root → its text. */
+  docs: Record<string, string>;
+  generators: readonly DocTableGenerator<unknown>[];
+  /** Generator name → its recorded inputs (readRecorded). */
+  recorded: Record<string, Record<string, unknown>>;
+  /** Generators that keep no recorded input, each checked by a test of its own (`campaign`: campaign-docs.test.ts). */
+  others: readonly string[];
+}
+
+/** Every way the docs and the generators disagree, one line each; none when each table is its generator's output. */
+export async function checkDocTables({ docs, generators, recorded, others }: DocsToCheck): Promise<string[]> {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  for (const [doc, text] of Object.entries(docs)) {
+    let markers: Marker[];
+    try {
+      markers = findMarkers(text, doc);
+    } catch (e) {
+      problems.push((e as Error).message);
+      continue;
+    }
+    for (const { generator: name, table, content } of markers) {
+      const id = `${name}:${table}`;
+      const generator = generators.find((g) => g.name === name);
+      if (others.includes(name)) continue;
+      if (!generator) problems.push(`${doc}: <!-- ${id} --> names no registered generator`);
+      else if (!generator.tables.includes(table)) problems.push(`${doc}: ${name} has no table ${table}`);
+      else if (generator.doc !== doc) problems.push(`${doc}: ${id} belongs in ${generator.doc}`);
+      else {
+        seen.add(id);
+        const input = generator.input.safeParse(recorded[name]?.[table]);
+        if (!input.success) problems.push(`${doc}: ${id} has no valid recorded input in ${RECORDED_DIR}/${name}.json`);
+        else if ((await renderDocTable(generator, table, input.data)) !== content) {
+          problems.push(`${doc}: ${id} is not what its generator renders from the recorded run (edited by hand?)`);
+        }
+      }
+    }
+  }
+  for (const g of generators) {
+    for (const table of g.tables) {
+      if (!seen.has(`${g.name}:${table}`)) problems.push(`${g.doc}: no marker for ${g.name}:${table}`);
+    }
+  }
+  return problems;
+}
+
+// ---- tables that a test run produces (npm run test:faults -- --write-docs) ----
+
+/** Set by `scripts/run-tests.mjs --write-docs` for the test files: the directory their tables' rows go to. */
+const PARTS_DIR = 'EPISODES_DOC_TABLE_PARTS';
+
+/** Keeps one table's rows of this test run for the generator, when the run was asked to write the docs. */
+export async function recordDocTablePart(name: string, data: unknown): Promise<void> {
+  const dir = process.env[PARTS_DIR];
+  if (!dir) return;
+  await fs.writeFile(path.join(dir, `${name}.json`), JSON.stringify(data));
+}
