@@ -2,13 +2,23 @@
  * What completion requires of an episode's money: every step with a vendor job settled and charged once, at its
  * quote, and every ledger line naming its step's job. A store that forgot a charge (a failover, a restore), or a whole
  * rework round, is settled from the vendor here, by idempotency key, before history is written, so history never keeps
- * a wrong ledger.
+ * a wrong ledger; a forgotten round the vendor cannot tell parks the completion for an operator instead.
  */
-import type { EpisodeState, PaidStep } from '../domain/episode-state';
+import type { EpisodeState, PaidStep, StepRecord } from '../domain/episode-state';
 import { paidStepSchema } from '../domain/episode-state';
 import { idempotencyKey, stepKey } from '../domain/names';
+import type { VendorJob } from '../vendor-api/api';
 import type { VendorClient } from '../vendor-api/client';
-import { lookUpJob, vendorClient, type PaidStepDeps, type StepRef } from './paid-step-record';
+import { isVendorError } from '../vendor-api/vendor-error';
+import {
+  bareRecord,
+  lookUpJob,
+  markNeedsReconciliation,
+  parked,
+  vendorClient,
+  type PaidStepDeps,
+  type StepRef,
+} from './paid-step-record';
 import { settledStep, settleStep } from './paid-step-settle';
 
 /** Why the episode's ledger and steps disagree (empty when they agree); `required` are the final media's steps. */
@@ -44,37 +54,83 @@ export async function settleBeforeCompletion(
 ): Promise<void> {
   let client: VendorClient | undefined;
   const vendor = async () => (client ??= await vendorClient(deps, state.episode_id));
-  const rounds = await forgottenRounds(state, finalSteps[0], vendor);
-  const keys = new Set([...Object.keys(state.steps), ...finalSteps, stepKey('video', 0), ...rounds]);
+  const rounds = await forgottenRounds(deps, state, finalSteps[0], vendor);
+  const keys = new Set([...Object.keys(state.steps), ...finalSteps, stepKey('video', 0), ...rounds.keys()]);
   const open = [...keys].filter((key) => !settledStep(state, key) && state.steps[key]?.status !== 'failed');
-  for (const key of open) await settleStep(deps, await vendor(), stepRefOf(state, key), state.steps[key]);
+  for (const key of open) {
+    await settleStep(deps, await vendor(), stepRefOf(state, key), state.steps[key] ?? rounds.get(key));
+  }
 }
 
 /**
- * Rework rounds the vendor did for this episode that the store has no record of. The approved cut's job is in the
- * final assembly's spec and each rework's spec names the cut it reworked, down to `video-r0`: when that chain is
- * whole in the store, no round is missing and the vendor is not asked. Otherwise the vendor is asked, by idempotency
- * key, for each round after the last one the store knows, until it has none. A vendor that cannot look jobs up by key
- * leaves only the rounds the store knows to check.
+ * Rework rounds the vendor did for this episode that the store has no record of, each with the vendor's job. The
+ * approved cut's job is in the final assembly's spec and each rework's spec names the cut it reworked, down to
+ * `video-r0`: when that chain is whole in the store, no round is missing and the vendor is not asked. Otherwise the
+ * approved cut, if forgotten, is found by its job id (`forgottenCut`), which tells the last round; then the vendor is
+ * asked, by idempotency key, for each round the store does not know, until it has none after the last. A round up to
+ * the last that the vendor cannot look up was done and maybe billed: the completion parks for an operator.
  */
 async function forgottenRounds(
+  deps: PaidStepDeps,
   state: EpisodeState,
   finalVideo: string | undefined,
   vendor: () => Promise<VendorClient>,
-): Promise<string[]> {
-  if (finalVideo === undefined || cutChainIsWhole(state, finalVideo)) return [];
+): Promise<Map<string, StepRecord>> {
+  const found = new Map<string, StepRecord>();
+  if (finalVideo === undefined || cutChainIsWhole(state, finalVideo)) return found;
+  const cut = await forgottenCut(state, finalVideo, vendor);
+  if (cut) found.set(cut.at.key, cut.record);
   const known = Object.values(state.steps).filter((r) => r.step === 'rework');
-  const last = Math.max(0, ...known.map((r) => r.round));
-  const found: string[] = [];
+  const last = Math.max(0, cut?.at.round ?? 0, ...known.map((r) => r.round));
   for (let round = 1; round <= MAX_ROUNDS; round++) {
-    const key = stepKey('rework', round);
-    if (state.steps[key]) continue;
-    const answer = await lookUpJob(await vendor(), stepRefOf(state, key));
-    if ('unknown' in answer) return found;
-    if (answer.found) found.push(key);
+    const at = stepRefOf(state, stepKey('rework', round));
+    if (state.steps[at.key] || found.has(at.key)) continue;
+    const answer = await lookUpJob(await vendor(), at);
+    if ('unknown' in answer) {
+      if (round > last) return found;
+      const why = `the store forgot this round, done before the approved cut, and ${answer.unknown}`;
+      await markNeedsReconciliation(deps.store, at, why);
+      parked(at, why);
+    }
+    if (answer.found) found.set(at.key, submittedRecord(at, answer.found));
     else if (round > last) return found;
   }
   return found;
+}
+
+/**
+ * The approved cut when the store forgot its rework round: the final assembly's spec names its job, and the job,
+ * fetched by id (which every vendor offers), names its round by its idempotency key. Undefined when the store knows
+ * the job, or the vendor does not know it as a rework of this episode.
+ */
+async function forgottenCut(
+  state: EpisodeState,
+  finalVideo: string,
+  vendor: () => Promise<VendorClient>,
+): Promise<{ at: StepRef; record: StepRecord } | undefined> {
+  const jobId = state.steps[finalVideo]?.spec.video_job;
+  if (typeof jobId !== 'string' || Object.values(state.steps).some((r) => r.remote_job_id === jobId)) return undefined;
+  const job = await (await vendor()).getJob(jobId).catch((e: unknown) => {
+    if (isVendorError(e) && e.operation === 'getJob' && e.status === 404) return undefined;
+    throw e;
+  });
+  const round = Number(/:rework:r(\d+)$/.exec(job?.client_ref ?? '')?.[1]);
+  if (!job || job.kind !== 'rework' || job.client_ref !== idempotencyKey(state.episode_id, 'rework', round)) {
+    return undefined;
+  }
+  const at = stepRefOf(state, stepKey('rework', round));
+  return { at, record: submittedRecord(at, job) };
+}
+
+/** The record of a step the store forgot, as the vendor's job shows it: submitted, with its job and quote. */
+function submittedRecord(at: StepRef, job: VendorJob): StepRecord {
+  return bareRecord(at, {
+    status: 'submitted',
+    intent_at: job.accepted_at,
+    remote_job_id: job.job_id,
+    submitted_at: job.accepted_at,
+    quoted_cost: job.quoted_cost,
+  });
 }
 
 /** Far more rounds than any approval sees: a bound on the vendor lookups, not a business rule. */

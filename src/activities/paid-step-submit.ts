@@ -34,9 +34,10 @@ export async function submitPaidStep(deps: PaidStepDeps, input: PaidStepInput): 
   }
 
   const client = await vendorClient(deps, at.id);
-  // An earlier attempt saved the intent and may have sent it. So may a retry's earlier attempt whose intent a restore
-  // forgot with everything after it (no record at all): find out before sending anything.
-  const mayHaveSent = record?.status === 'intent' || (record === undefined && isRetry());
+  // An earlier attempt saved the intent and may have sent it. So may any earlier attempt of a retry: a restore can
+  // take the record back to before that attempt's intent (none at all, or an older attempt's `not_submitted`) and
+  // forget everything after it. Find out before sending anything.
+  const mayHaveSent = record?.status === 'intent' || isRetry();
   if (record?.status !== 'intent') {
     await checkBudget(deps, client, at, state);
     const intent = newIntent(input, at.ref, record);

@@ -76,6 +76,26 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     await submit(step, round, spec);
     return wait(step, round);
   };
+  /** Video and cover, then `rounds` rework rounds, each reworking the cut before it: the cover and the cuts' jobs. */
+  const reworked = async (rounds: number) => {
+    const cuts = [(await run('video', 0, SPECS.video)).remoteJobId];
+    const cover = (await run('cover', 0, SPECS.cover)).remoteJobId;
+    for (let round = 1; round <= rounds; round++) {
+      cuts.push((await run('rework', round, { notes: `round ${round}`, base_job: cuts.at(-1) })).remoteJobId);
+    }
+    return { cover, cuts };
+  };
+  /**
+   * `rounds` rework rounds, then a restore to before round 1 (every round forgotten), then the assembly of the last
+   * cut, at a vendor that from then on cannot look jobs up by key: the cuts' jobs.
+   */
+  const assembledAfterRoundsForgotten = async (rounds: number) => {
+    const { cover, cuts } = await reworked(rounds);
+    await store.rollBack(id, (s) => s.steps['cover-r0']?.charged === true && !s.steps['rework-r1']);
+    await run('assembly', 0, { video_job: cuts.at(-1), cover_job: cover });
+    vendor.setFaults({ noIdempotency: true });
+    return cuts;
+  };
   const complete = () =>
     mock.run<[CompleteInput], HistoryEntry, Activities['completeEpisode']>(acts.completeEpisode, {
       episodeId: id,
@@ -157,24 +177,47 @@ describe('paid steps when the store forgets its last writes (activity level, no 
   });
 
   it('a rework round whose whole record was forgotten: completion finds it at the vendor and settles its charge', async () => {
-    const video = await run('video', 0, SPECS.video);
-    const cover = await run('cover', 0, SPECS.cover);
-    const r1 = await run('rework', 1, { notes: 'warmer', base_job: video.remoteJobId });
-    const r2 = await run('rework', 2, { notes: 'shorter', base_job: r1.remoteJobId });
+    const { cover, cuts } = await reworked(2);
     // Back to the state before round 2 was submitted: its record and its charge are forgotten.
     await store.rollBack(id, (s) => s.steps['rework-r1']?.charged === true && !s.steps['rework-r2']);
-    await run('assembly', 0, { video_job: r2.remoteJobId, cover_job: cover.remoteJobId });
+    await run('assembly', 0, { video_job: cuts[2], cover_job: cover });
     const entry = await complete();
     assert.equal(entry.total_cost_cents, 4200 + 300 + 1500 + 1500 + 800, 'history bills both rework rounds');
     assert.deepEqual(
       entry.remote_jobs.filter((j) => j.step === 'rework').map((j) => [j.round, j.remote_job_id]),
       [
-        [1, r1.remoteJobId],
-        [2, r2.remoteJobId],
+        [1, cuts[1]],
+        [2, cuts[2]],
       ],
     );
     assert.equal(vendor.billing().length, 5, 'nothing charged twice');
     await assertLedgerIsBilling();
+  });
+
+  it('the approved rework round forgotten, at a vendor that cannot look jobs up by key: found by its job id and settled', async () => {
+    const cuts = await assembledAfterRoundsForgotten(1);
+    const entry = await complete();
+    assert.equal(entry.total_cost_cents, 4200 + 300 + 1500 + 800, 'history bills the forgotten round');
+    assert.deepEqual(
+      entry.remote_jobs.filter((j) => j.step === 'rework').map((j) => [j.round, j.remote_job_id]),
+      [[1, cuts[1]]],
+    );
+    assert.equal(vendor.billing().length, 4, 'nothing charged twice');
+    await assertLedgerIsBilling();
+  });
+
+  it('a round below the approved one forgotten, at a vendor that cannot look jobs up by key: the completion parks', async () => {
+    // The approved cut (round 2) is found by its job id; round 1 cannot be looked up.
+    await assembledAfterRoundsForgotten(2);
+    await assert.rejects(
+      complete(),
+      (e) => e instanceof ApplicationFailure && e.type === ErrorType.RemoteJobUnknown && !e.nonRetryable,
+    );
+    const state = await store.requireEpisode(id);
+    assert.equal(state.steps['rework-r1']?.status, 'needs_reconciliation', 'the round an operator must settle');
+    assert.equal(state.status === 'completed', false, 'not completed without its charge');
+    assert.equal((await store.listHistory()).length, 0, 'no history written');
+    assert.equal(vendor.billing().length, 5, 'nothing sent');
   });
 
   it('every round in the store, its chain of cuts whole: completion asks the vendor nothing', async () => {
@@ -251,6 +294,23 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     const parked = (await store.requireEpisode(id)).steps['video-r0']!;
     assert.equal(parked.status, 'needs_reconciliation');
     assert.deepEqual(parked.spec, SPECS.video, 'the intent keeps its spec for a resend after --not-submitted');
+  });
+
+  it('a retry whose store went back to an older attempt’s not_submitted, at a vendor that ignores keys: parked', async () => {
+    vendor.setFaults({ fail5xx: { count: 1, scope: 'submit' } });
+    await assert.rejects(submit('video'));
+    assert.equal((await store.requireEpisode(id)).steps['video-r0']?.status, 'not_submitted', 'a definite 503');
+    vendor.setFaults({});
+    await submitAgain('video');
+    // The restore takes the record back to the first attempt's `not_submitted`: the second attempt's job is forgotten.
+    await store.rollBack(id, (s) => s.steps['video-r0']?.status === 'not_submitted');
+    vendor.setFaults({ noIdempotency: true });
+    await assert.rejects(
+      submitAgain('video'),
+      (e) => e instanceof ApplicationFailure && e.type === ErrorType.SubmissionOutcomeUnknown && e.nonRetryable,
+    );
+    assert.equal(vendor.billing().length, 1, 'charged once: the retry did not send again');
+    assert.equal((await store.requireEpisode(id)).steps['video-r0']?.status, 'needs_reconciliation');
   });
 
   it('a retry whose sent intent was forgotten, at a vendor that can look up: the job is adopted, nothing sent', async () => {
