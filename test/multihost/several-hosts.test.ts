@@ -151,17 +151,15 @@ describe('several hosts: three worker processes sharing only Temporal and the st
     const ids = runs.map((r) => r.result.episodeId);
     // THE EXPECTED FAILURE: each host's lock only serialises that host, so hosts hand out the same ids.
     assert.ok(new Set(ids).size < RUNS, 'expected duplicate episode ids across hosts with separate file stores');
-    // Each host on its own is still correct: its store is contiguous per week, and together they hold the 60 runs and
-    // nothing else. (A run's episode can be in two stores: a production's activity that lands on another host finds
-    // the episode missing there and re-asserts it from Temporal's records, as after a restore.)
+    // Together the stores hold the 60 runs and nothing else. (A run's episode can be in two stores: a production's
+    // activity that lands on another host finds the episode missing there and re-asserts it from Temporal's records,
+    // as after a restore. A store need not be dense then: the id below a re-asserted one was recorded for a run whose
+    // key this store holds under another id, so re-asserting it conflicts and is skipped; a host's store can hold
+    // another host's 8 beside its own 0-6.)
     const held = new Set<string>();
     for (const host of hosts) {
       const episodes = await new FileEpisodeStore(path.join(host.dir, 'data')).listEpisodes();
       for (const e of episodes) held.add(`${e.episode_id} ${e.allocation_key}`);
-      for (const week of weeks) {
-        const seqs = episodes.filter((e) => e.week_id === week).map((e) => e.sequence);
-        assert.deepEqual(seqs, [...Array(seqs.length).keys()], `${host.dir} week ${week}`);
-      }
     }
     assert.deepEqual([...held].sort(), runs.map((r) => `${r.result.episodeId} ${r.result.allocationKey}`).sort());
   });
