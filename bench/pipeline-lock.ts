@@ -1,6 +1,6 @@
 /**
  * What the pipeline lock costs: every allocation of the whole fleet passes through it, so its hold time bounds the
- * fleet's allocation rate. docs/scaling.md quotes this output.
+ * fleet's allocation rate. docs/deploy.md quotes this output.
  *
  *   npm run build && node dist/bench/pipeline-lock.js [--clients 4] [--per-client 100]
  *

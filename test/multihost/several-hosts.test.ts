@@ -5,7 +5,7 @@
  *
  * With one PostgreSQL store the sequences are unique and contiguous. With three file stores on separate directories
  * (what three machines with local disks would have) each file lock serialises only its own host, so the same episode
- * ids are handed out on several hosts: the documented reason the file store is single-machine (docs/scaling.md).
+ * ids are handed out on several hosts: the documented reason the file store is single-machine (docs/deploy.md).
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
