@@ -1,7 +1,7 @@
 /**
  * The message that tells a reviewer a production waits for their decision. Its `text` is what a Slack incoming webhook
  * shows; the other fields are for any other receiver (snake_case, as in the store's files). Pure: the caller reads
- * the facts (store, configuration, workflow time) and passes them in. The shape is documented in docs/review-notice.md.
+ * the facts (store, configuration, workflow time) and passes them in. The shape is documented in docs/review-desk.md.
  */
 import type { EpisodeId } from './episode-id';
 import { formatMoney } from './money';

@@ -52,7 +52,7 @@ export async function episodeProductionWorkflow(input: EpisodeProductionInput): 
   const { episodeId } = input;
   // Runs recorded before the patch start their children untagged; every new run tags them (docs/architecture.md).
   const tagged = patched(EPISODE_RUNS_TAGGED_PATCH);
-  // Runs recorded before this patch wait without a review notice; new ones announce every round (docs/review-notice.md).
+  // Runs recorded before this patch wait without a review notice; new ones announce every round (docs/review-desk.md).
   const notices = patched(REVIEW_NOTICE_PATCH);
   const status: ProductionStatus = {
     episodeId,
