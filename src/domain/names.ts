@@ -86,3 +86,10 @@ export const REVIEW_NOTICE_PATCH = 'review-notice';
  * Asked when a decision arrives, so a production parked before the deploy gets it for its next decision.
  */
 export const DECISION_CHANNELS_PATCH = 'decision-channels';
+
+/**
+ * Patch of the paid step: a `reconciled` signal that reached the step before the refusal it answers (the operator
+ * settled the record while the refusal was on its way) still wakes it. Asked when a submission is refused, so a step
+ * parked before the deploy waits as it did.
+ */
+export const RECONCILED_KEPT_PATCH = 'reconciled-kept';

@@ -2,6 +2,7 @@ import {
   ActivityFailure,
   ApplicationFailure,
   condition,
+  patched,
   proxyActivities,
   setHandler,
   setWorkflowOptions,
@@ -9,6 +10,7 @@ import {
 import type { Activities } from '../activities';
 import type { CompletedStep, PaidStepInput } from '../activities/paid-steps';
 import { ErrorType } from '../domain/errors';
+import { RECONCILED_KEPT_PATCH } from '../domain/names';
 import { awaitActivityOptions, submitActivityOptions } from './activity-options';
 import { descriptions, reconciledSignal, stepStatusQuery, type StepStatus } from './messages';
 
@@ -23,24 +25,32 @@ const { awaitPaidStep } = proxyActivities<Activities>(awaitActivityOptions);
 export async function paidStepWorkflow(input: PaidStepInput): Promise<CompletedStep> {
   const status: StepStatus = { episodeId: input.episodeId, step: input.step, round: input.round, phase: 'submitting' };
   let reconciled = false;
+  let reconciliations = 0;
   setHandler(stepStatusQuery, () => status, { description: descriptions.stepStatus });
   setHandler(
     reconciledSignal,
     () => {
       reconciled = true;
+      reconciliations++;
     },
     { description: descriptions.reconciled },
   );
 
   for (;;) {
+    // A signal sent after this attempt began answers its refusal, even one processed before the refusal arrives.
+    const before = reconciliations;
     try {
       await submitPaidStep(input);
       break;
     } catch (e) {
       if (failureType(e) !== ErrorType.SubmissionOutcomeUnknown) throw e;
       status.phase = 'needs_reconciliation';
-      reconciled = false;
-      await condition(() => reconciled);
+      if (patched(RECONCILED_KEPT_PATCH)) {
+        await condition(() => reconciliations > before);
+      } else {
+        reconciled = false;
+        await condition(() => reconciled);
+      }
       status.phase = 'submitting';
     }
   }
