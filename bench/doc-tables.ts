@@ -5,7 +5,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { runCaption, runFactsSchema, writeDocTables, type DocTableGenerator } from '../test/helpers/doc-tables';
+import {
+  markdownTable,
+  runCaption,
+  runFactsSchema,
+  writeDocTables,
+  type DocTableGenerator,
+} from '../test/helpers/doc-tables';
 import { fmt, other } from './report';
 import {
   profileSchema,
@@ -20,8 +26,6 @@ import {
 
 const input = z.strictObject({ run: runFactsSchema, rows: z.array(rowSchema), profiles: z.array(profileSchema) });
 type BenchInput = z.infer<typeof input>;
-
-const md = (c: string[]) => `| ${c.map((x) => x.replace(/\|/g, '\\|')).join(' | ')} |`;
 
 /** A profile as one sentence: its parts from the largest, down to 5 % of the whole. */
 function profileLine(p: Profile): string {
@@ -44,8 +48,7 @@ function cells(r: Row): string[] {
 }
 
 function render(_table: string, i: BenchInput): string {
-  const head = ['row', 'p50 ms', 'p99 ms', 'other', 'target'];
-  const table = [md(head), md(head.map(() => '---')), ...i.rows.map((r) => md(cells(r)))].join('\n');
+  const table = markdownTable(['row', 'p50 ms', 'p99 ms', 'other', 'target'], i.rows.map(cells));
   return [runCaption(i.run), table, ...i.profiles.map(profileLine)].join('\n\n');
 }
 

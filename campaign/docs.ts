@@ -1,59 +1,79 @@
 /**
- * The campaign's part of docs/reliability.md, between `<!-- campaign:<name> -->` and `<!-- /campaign:<name> -->`: a
- * table per store (`npm run campaign -- --docs`), a line per unsafe variant (`... --docs --unsafe V`). From a kept
- * report: `node dist/campaign/docs.js <out>/report.json` (test/docs/doc-tables.test.ts runs this path).
+ * The campaign's part of docs/reliability.md, like every generated table (test/helpers/doc-tables.ts): a table per
+ * store and a line per unsafe variant, each between `<!-- campaign:<name> -->` markers, written by
+ * `npm run campaign -- --docs` or from a kept report by `node dist/campaign/docs.js <out>/report.json`, and rendered
+ * again from its recorded report by test/docs/doc-tables.test.ts.
  */
-import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
-import type { CheckResult } from './check/checker';
-import { markdownTable, violations, type ReportHeader } from './check/report';
-import { FAULT_TITLES } from './plan';
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { writeDocTables, type DocTableGenerator } from '../test/helpers/doc-tables';
+import { campaignTable, violations } from './check/report';
+import { FAULT_TITLES, STORE_KINDS } from './plan';
 
 /** The test-only unsafe workers the proofs run (test/helpers/unsafe-stores.ts). */
 export const CAMPAIGN_UNSAFE = ['no-lock', 'no-intent', 'no-reassert'] as const;
 
-/** What `npm run campaign` keeps in `<out>/report.json` (and more). */
-export type SavedReport = Omit<ReportHeader, 'titles'> & CheckResult & { unsafe: string | null };
+const count = z.number().int().nonnegative();
+
+/** What a table is rendered from: the part of `<out>/report.json` it shows. */
+const reportSchema = z.object({
+  store: z.string(),
+  seed: z.number().int(),
+  weeks: count,
+  perWeek: count,
+  wallSeconds: z.number().nonnegative(),
+  replay: z.string(),
+  machine: z.string(),
+  unsafe: z.string().nullable(),
+  invariants: z.array(z.object({ name: z.string(), violations: count, details: z.array(z.string()) })),
+  faults: z.array(z.object({ kind: z.string(), injected: count, hit: count, recovered: count })),
+  counts: z.object({ episodes: count, completed: count, charges: count, ledgerEntries: count, billedCents: count }),
+  ledgerMinusBillingCents: z.number(),
+  replayed: count,
+});
+export type SavedReport = z.infer<typeof reportSchema>;
 
 /** What an unsafe build's run found: exit code and the invariants it violated, with the first violation. */
 function proofLine(r: SavedReport, variant: string): string {
   const found = r.invariants
     .filter((i) => i.violations > 0)
-    .map((i) => `${i.name}: **${i.violations}** (e.g. ${i.details[0]})`)
+    .map((i) => `${i.name}: **${i.violations}**${i.details[0] ? ` (e.g. ${i.details[0]})` : ''}`)
     .join('; ');
-  return ` \`--unsafe ${variant}\`, seed ${r.seed}: exit ${violations(r) > 0 ? 1 : 0}; ${found || 'nothing found'}.`;
+  return `\`--unsafe ${variant}\`, seed ${r.seed}: exit ${violations(r) > 0 ? 1 : 0}; ${found || 'nothing found'}.`;
 }
 
-/** The marker a report goes between, and its text there. */
-export function campaignDocText(r: SavedReport): { name: string; text: string } {
-  if (r.unsafe) return { name: r.unsafe, text: proofLine(r, r.unsafe) };
-  return { name: r.store, text: `\n${markdownTable(r, { ...r, titles: FAULT_TITLES })}\n` };
+export const campaignDocTables: DocTableGenerator<SavedReport> = {
+  name: 'campaign',
+  doc: 'docs/reliability.md',
+  tables: [...STORE_KINDS, ...CAMPAIGN_UNSAFE],
+  input: reportSchema,
+  render: (table, r) => (r.unsafe ? proofLine(r, table) : campaignTable(r, { ...r, titles: FAULT_TITLES })),
+};
+
+/** A report's marker: its unsafe variant, or its store. */
+export function campaignTableOf(r: SavedReport): string {
+  return r.unsafe ?? r.store;
 }
 
-/** Writes the report's text between its markers in `docFile`; returns the marker's name. */
-export async function writeCampaignDocs(docFile: string, r: SavedReport): Promise<string> {
-  const { name, text } = campaignDocText(r);
-  const doc = await fs.readFile(docFile, 'utf8');
-  const open = `<!-- campaign:${name} -->`;
-  const close = `<!-- /campaign:${name} -->`;
-  const start = doc.indexOf(open);
-  const end = doc.indexOf(close);
-  if (start < 0 || end < start) throw new Error(`${docFile} has no ${open} ... ${close} markers`);
-  await fs.writeFile(docFile, `${doc.slice(0, start + open.length)}${text}${doc.slice(end)}`);
-  return name;
+/** Writes the report's table between its markers and records it (each violation's first example, shortened). */
+export function writeCampaignDocs(report: SavedReport, root?: string): Promise<string[]> {
+  const r = reportSchema.parse(report);
+  const invariants = r.invariants.map((i) => ({ ...i, details: i.details.slice(0, 1).map((d) => shorten(d, 160)) }));
+  return writeDocTables(campaignDocTables, { [campaignTableOf(r)]: { ...r, invariants } }, root);
+}
+
+function shorten(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 if (require.main === module) {
   const file = process.argv[2];
   if (!file) throw new Error('usage: node dist/campaign/docs.js <out>/report.json');
-  const doc = path.resolve(__dirname, '..', '..', 'docs', 'reliability.md');
-  fs.readFile(file, 'utf8')
-    .then((text) => writeCampaignDocs(doc, JSON.parse(text) as SavedReport))
-    .then(
-      (name) => console.log(`wrote docs/reliability.md campaign:${name}`),
-      (e: unknown) => {
-        console.error(e);
-        process.exit(1);
-      },
-    );
+  writeCampaignDocs(reportSchema.parse(JSON.parse(readFileSync(file, 'utf8')))).then(
+    (written) => written.forEach((w) => console.log(`wrote ${w}`)),
+    (e: unknown) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
 }

@@ -20,7 +20,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { z } from 'zod';
 import { gitFacts } from '../bench/machine';
 import { check, type CheckResult } from './check/checker';
-import { markdownTable, violationDetails, violations, type ReportHeader } from './check/report';
+import { campaignTable, violationDetails, violations, type ReportHeader } from './check/report';
 import { CAMPAIGN_UNSAFE, writeCampaignDocs } from './docs';
 import { Driver } from './driver';
 import { FAULT_KINDS, FAULT_TITLES, generatePlan, planSchema, STORE_KINDS, type Plan } from './plan';
@@ -134,7 +134,7 @@ async function main(): Promise<number> {
     machine: machineLine(loadStart),
     titles: FAULT_TITLES,
   };
-  const table = markdownTable(result, header);
+  const table = campaignTable(result, header);
   const bad = violations(result);
   await fs.writeFile(
     path.join(out, 'report.json'),
@@ -147,11 +147,8 @@ async function main(): Promise<number> {
   process.stdout.write(`\n${table}\n\n`);
   if (bad > 0) process.stdout.write(`VIOLATIONS (${bad}):\n${violationDetails(result)}\n\nkept in ${out}\n`);
   if (o.docs) {
-    await writeCampaignDocs(path.join(REPO_ROOT, 'docs', 'reliability.md'), {
-      ...header,
-      unsafe: o.unsafe ?? null,
-      ...result,
-    });
+    const written = await writeCampaignDocs({ ...header, unsafe: o.unsafe ?? null, ...result });
+    written.forEach((w) => log(`wrote ${w}`));
   }
   if (bad === 0 && !o.out) await fs.rm(out, { recursive: true, force: true });
   return bad > 0 ? 1 : 0;

@@ -1,5 +1,6 @@
 /** The checker's table: per fault kind injected / hit in flight / recovered, then each invariant with its count. */
-import type { CheckResult } from './checker';
+import { markdownTable } from '../../test/helpers/doc-tables';
+import type { CheckResult, KindCount } from './checker';
 
 export interface ReportHeader {
   store: string;
@@ -12,29 +13,27 @@ export interface ReportHeader {
   titles: Record<string, string>;
 }
 
-export function markdownTable(r: CheckResult, h: ReportHeader): string {
+/** The fault kinds with their counts and a total, the invariants with their violations, then one line of facts. */
+export function campaignTable(r: CheckResult, h: ReportHeader): string {
   const kinds = [...r.faults].sort((a, b) => a.kind.localeCompare(b.kind));
-  const total = kinds.reduce((t, k) => ({ i: t.i + k.injected, h: t.h + k.hit, r: t.r + k.recovered }), {
-    i: 0,
-    h: 0,
-    r: 0,
-  });
-  const rows = [
-    '| fault | injected | hit in flight | recovered |',
-    '| --- | --: | --: | --: |',
-    ...kinds.map((k) => `| ${h.titles[k.kind] ?? k.kind} | ${k.injected} | ${k.hit} | ${k.recovered} |`),
-    `| **total** | **${total.i}** | **${total.h}** | **${total.r}** |`,
-    '',
-    '| invariant | violations |',
-    '| --- | --: |',
-    ...r.invariants.map((i) => `| ${i.name} | ${i.violations} |`),
-    '',
+  const sum = (f: (k: KindCount) => number) => `**${kinds.reduce((n, k) => n + f(k), 0)}**`;
+  const faults = markdownTable(
+    ['fault', 'injected', 'hit in flight', 'recovered'],
+    [
+      ...kinds.map((k) => [h.titles[k.kind] ?? k.kind, k.injected, k.hit, k.recovered]),
+      ['**total**', sum((k) => k.injected), sum((k) => k.hit), sum((k) => k.recovered)],
+    ],
+  );
+  const invariants = markdownTable(
+    ['invariant', 'violations'],
+    r.invariants.map((i) => [i.name, i.violations]),
+  );
+  const facts =
     `${r.counts.episodes} episodes (${r.counts.completed} completed), ${r.counts.charges} charges = ` +
-      `${r.counts.ledgerEntries} ledger entries, ledger - billing = ${r.ledgerMinusBillingCents} cents, ` +
-      `${r.replayed} histories replayed. Store ${h.store}, ${h.weeks} weeks x ${h.perWeek}, seed ${h.seed}, ` +
-      `wall ${formatDuration(h.wallSeconds)}; ${h.machine}. Replay: \`${h.replay}\`.`,
-  ];
-  return rows.join('\n');
+    `${r.counts.ledgerEntries} ledger entries, ledger - billing = ${r.ledgerMinusBillingCents} cents, ` +
+    `${r.replayed} histories replayed. Store ${h.store}, ${h.weeks} weeks x ${h.perWeek}, seed ${h.seed}, ` +
+    `wall ${formatDuration(h.wallSeconds)}; ${h.machine}. Replay: \`${h.replay}\`.`;
+  return [faults, invariants, facts].join('\n\n');
 }
 
 export function violations(r: CheckResult): number {

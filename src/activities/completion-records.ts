@@ -7,9 +7,8 @@ import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { historyEntrySchema, type HistoryEntry } from '../domain/episode-state';
-import { PipelineError } from '../domain/errors';
+import { ErrorType, PipelineError } from '../domain/errors';
 import { episodeIdOfWorkflowId, productionWorkflowId } from '../domain/names';
-import { ErrorType } from '../domain/errors';
 import type { CompleteInput } from './episode-lifecycle';
 
 export interface RecordedCompletion {
@@ -31,14 +30,7 @@ export interface RecordedProduction {
  */
 export async function recordedProductions(client: Client, taskQueue: string): Promise<RecordedProduction[]> {
   const byEpisode = new Map<string, RecordedProduction>();
-  if (/["\\]/.test(taskQueue)) {
-    throw new PipelineError(
-      ErrorType.InvalidInput,
-      `task queue ${JSON.stringify(taskQueue)} cannot be quoted in a query`,
-    );
-  }
-  const query = `WorkflowType = "episodeProductionWorkflow" AND TaskQueue = "${taskQueue}"`;
-  for await (const run of client.workflow.list({ query })) {
+  for await (const run of client.workflow.list({ query: queueQuery('episodeProductionWorkflow', taskQueue) })) {
     const raw = episodeIdOfWorkflowId(run.workflowId);
     if (raw === undefined || productionWorkflowId(raw) !== run.workflowId) continue;
     const episodeId = parseEpisodeId(raw).episodeId;
@@ -50,6 +42,17 @@ export async function recordedProductions(client: Client, taskQueue: string): Pr
     }
   }
   return [...byEpisode.values()].sort((a, b) => compareIds(a.episodeId, b.episodeId));
+}
+
+/** The visibility query for the workflows of one type on the pipeline's task queue (one that cannot be quoted is refused). */
+export function queueQuery(workflowType: string, taskQueue: string): string {
+  if (/["\\]/.test(taskQueue)) {
+    throw new PipelineError(
+      ErrorType.InvalidInput,
+      `task queue ${JSON.stringify(taskQueue)} cannot be quoted in a query`,
+    );
+  }
+  return `WorkflowType = "${workflowType}" AND TaskQueue = "${taskQueue}"`;
 }
 
 /** The input and result of the run's completed `completeEpisode` activity, or undefined (it expired unapproved). */

@@ -7,9 +7,10 @@
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { PaidStep } from '../domain/episode-state';
-import { ErrorType, PipelineError } from '../domain/errors';
+import { ErrorType } from '../domain/errors';
 import { paidStepWorkflowId, stepKey } from '../domain/names';
 import { paidStepSchema } from '../domain/paid-step';
+import { queueQuery } from './completion-records';
 
 export interface ParkedStep {
   episodeId: string;
@@ -21,10 +22,7 @@ export interface ParkedStep {
 
 /** Every step workflow of the task queue that waits for `reconciled` now. */
 export async function parkedSteps(client: Client, taskQueue: string): Promise<ParkedStep[]> {
-  if (/["\\]/.test(taskQueue)) {
-    throw new PipelineError(ErrorType.InvalidInput, `task queue ${JSON.stringify(taskQueue)} cannot be quoted`);
-  }
-  const query = `WorkflowType = "paidStepWorkflow" AND TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`;
+  const query = `${queueQuery('paidStepWorkflow', taskQueue)} AND ExecutionStatus = "Running"`;
   const out: ParkedStep[] = [];
   for await (const run of client.workflow.list({ query })) {
     const parked = await parkedIn(client, run.workflowId, run.runId);

@@ -5,7 +5,13 @@
  * counted here.
  */
 import { z } from 'zod';
-import { runCaption, runFactsSchema, type DocTableGenerator, type RunFacts } from '../helpers/doc-tables';
+import {
+  markdownTable,
+  runCaption,
+  runFactsSchema,
+  type DocTableGenerator,
+  type RunFacts,
+} from '../helpers/doc-tables';
 
 const cell = z.union([z.string(), z.number()]);
 const num = z.number().int().nonnegative();
@@ -71,9 +77,6 @@ type FaultInput = z.infer<typeof input>;
 type SummaryRow = z.infer<typeof summaryRow>;
 type CrashRow = z.infer<typeof crashRow>;
 
-const md = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
-const table = (head: string[], rows: (string | number)[][]) =>
-  [md(head), md(head.map(() => '---')), ...rows.map(md)].join('\n');
 const STORE = { file: 'file store', postgres: 'PostgreSQL' } as const;
 
 function renderSummary(rows: SummaryRow[]): string {
@@ -87,7 +90,7 @@ function renderSummary(rows: SummaryRow[]): string {
     `**${weekly} weekly runs + ${sum((r) => r.runs) - weekly} allocations**`,
     `**${money({ charges: sum((r) => r.charges), ledger: sum((r) => r.ledger) })}**`,
   ];
-  return table(
+  return markdownTable(
     ['scenario', 'faults injected', 'runs', 'charges = ledger'],
     [...rows.map((r) => [r.scenario, r.faultsText, r.runsText, money(r)]), total],
   );
@@ -102,7 +105,7 @@ function renderCrashMatrix(rows: CrashRow[]): string {
     const clean = r.outcome === 'completed' && r.verify === 'clean' && r.lock === 'released';
     return `${clean ? '' : `${r.outcome}, verify ${r.verify}, lock ${r.lock}: `}${r.billedAtDeath} → ${r.charges} = ${r.ledger}, ${r.seconds} s`;
   };
-  return table(
+  return markdownTable(
     ['point', STORE.file, STORE.postgres],
     points.map((p) => [`\`${p}\``, at(p, 'file'), at(p, 'postgres')]),
   );
@@ -121,7 +124,7 @@ function renderDatabase(rows: z.infer<typeof databaseRow>[]): string {
   const runs = rows.reduce((n, r) => n + r.runs, 0);
   const charges = rows.reduce((n, r) => n + r.charges, 0);
   const ledger = rows.reduce((n, r) => n + r['ledger entries'], 0);
-  return table(
+  return markdownTable(
     ['fault', 'moment', 'runs', 'outcome', 'recovery s', 'charges = ledger', 's'],
     [...body, ['**total**', '', `**${runs}**`, '', '', `**${charges} = ${ledger}**`, '']],
   );
