@@ -9,7 +9,7 @@ import { paidStepSchema } from '../domain/episode-state';
 import { idempotencyKey, stepKey } from '../domain/names';
 import type { VendorJob } from '../vendor-api/api';
 import type { VendorClient } from '../vendor-api/client';
-import { isVendorError } from '../vendor-api/vendor-error';
+import { isUnknownJob } from '../vendor-api/vendor-error';
 import {
   bareRecord,
   lookUpJob,
@@ -111,7 +111,7 @@ async function forgottenCut(
   const jobId = state.steps[finalVideo]?.spec.video_job;
   if (typeof jobId !== 'string' || Object.values(state.steps).some((r) => r.remote_job_id === jobId)) return undefined;
   const job = await (await vendor()).getJob(jobId).catch((e: unknown) => {
-    if (isVendorError(e) && e.operation === 'getJob' && e.status === 404) return undefined;
+    if (isUnknownJob(e)) return undefined;
     throw e;
   });
   const round = Number(/:rework:r(\d+)$/.exec(job?.client_ref ?? '')?.[1]);

@@ -13,7 +13,7 @@ import { assertInside, ensureDirDurable, writeFileDurable } from '../files/durab
 import type { EpisodeStore } from '../store/episode-store';
 import type { VendorJob } from '../vendor-api/api';
 import type { VendorClient } from '../vendor-api/client';
-import { isVendorError } from '../vendor-api/vendor-error';
+import { isUnknownJob } from '../vendor-api/vendor-error';
 import { activityContext } from './activity-context';
 import { countCharge } from './metrics';
 import {
@@ -65,7 +65,7 @@ export async function settleStep(
 ): Promise<CompletedStep> {
   const reference = await referenceOf(deps.store, client, at, record);
   const job = await pollUntilDone(client, reference.jobId, deps.pollIntervalMs ?? 200).catch(async (e: unknown) => {
-    if (!(isVendorError(e) && e.operation === 'getJob' && e.status === 404)) throw e;
+    if (!isUnknownJob(e)) throw e;
     // Accepted (and charged) once, unknown now: resubmitting could pay twice, so the step waits for an operator.
     const why = `the vendor no longer knows job ${reference.jobId} (lost its state?); it may have charged it`;
     await markNeedsReconciliation(deps.store, at, why);

@@ -70,3 +70,8 @@ export class VendorError extends PipelineError {
 export function isVendorError(e: unknown): e is VendorError {
   return e instanceof VendorError;
 }
+
+/** The vendor answered 404 to `getJob`: it does not know that job (never had it, or lost it). */
+export function isUnknownJob(e: unknown): boolean {
+  return isVendorError(e) && e.operation === 'getJob' && e.status === 404;
+}

@@ -24,13 +24,11 @@ const { awaitPaidStep } = proxyActivities<Activities>(awaitActivityOptions);
  */
 export async function paidStepWorkflow(input: PaidStepInput): Promise<CompletedStep> {
   const status: StepStatus = { episodeId: input.episodeId, step: input.step, round: input.round, phase: 'submitting' };
-  let reconciled = false;
   let reconciliations = 0;
   setHandler(stepStatusQuery, () => status, { description: descriptions.stepStatus });
   setHandler(
     reconciledSignal,
     () => {
-      reconciled = true;
       reconciliations++;
     },
     { description: descriptions.reconciled },
@@ -45,12 +43,9 @@ export async function paidStepWorkflow(input: PaidStepInput): Promise<CompletedS
     } catch (e) {
       if (failureType(e) !== ErrorType.SubmissionOutcomeUnknown) throw e;
       status.phase = 'needs_reconciliation';
-      if (patched(RECONCILED_KEPT_PATCH)) {
-        await condition(() => reconciliations > before);
-      } else {
-        reconciled = false;
-        await condition(() => reconciled);
-      }
+      // Runs recorded before the patch count only the signals after the refusal.
+      const since = patched(RECONCILED_KEPT_PATCH) ? before : reconciliations;
+      await condition(() => reconciliations > since);
       status.phase = 'submitting';
     }
   }
