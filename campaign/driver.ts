@@ -61,6 +61,8 @@ export class Driver {
   private readonly triggerKeys: string[] = [];
   private readonly firedFaults = new Set<string>();
   private loops: NodeJS.Timeout | undefined;
+  /** The reviewer's and operator's ticks under way: awaited before the stack's connection closes. */
+  private readonly ticks = new Set<Promise<void>>();
   private readonly background: Promise<unknown>[] = [];
 
   constructor(private readonly o: DriverOptions) {
@@ -92,7 +94,7 @@ export class Driver {
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.loops);
+    await this.stopLoops();
     this.clock.release();
     await this.snapshot?.stop();
     await this.stack?.stop();
@@ -134,9 +136,23 @@ export class Driver {
       findLostJobs: () => this.faults.findLostJobs(),
     });
     this.loops = setInterval(() => {
-      void this.reviewer.tick().catch((e: unknown) => this.o.log(`reviewer: ${String(e)}`));
-      void this.operator.tick().catch((e: unknown) => this.o.log(`operator: ${String(e)}`));
+      this.track(this.reviewer.tick().catch((e: unknown) => this.o.log(`reviewer: ${String(e)}`)));
+      this.track(this.operator.tick().catch((e: unknown) => this.o.log(`operator: ${String(e)}`)));
     }, 1_000);
+  }
+
+  private track(tick: Promise<void>): void {
+    this.ticks.add(tick);
+    void tick.finally(() => this.ticks.delete(tick));
+  }
+
+  /**
+   * Stops the ticks and waits for those under way: a client call of one still retrying when the connection closes
+   * throws from its retry timer and ends the process (seen after a campaign's check, before its report was written).
+   */
+  private async stopLoops(): Promise<void> {
+    clearInterval(this.loops);
+    await Promise.all(this.ticks);
   }
 
   /** The environment of the `episodes` CLI as an operator on this stack has it. */
@@ -348,7 +364,7 @@ export class Driver {
       if (unfinished.length === 0 && !done && Date.now() - lastRepair > this.o.stuckMs) break;
       await sleep(2_000);
     }
-    clearInterval(this.loops);
+    await this.stopLoops();
     await this.snapshot.refresh();
     return {
       stuck,
