@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { Client } from '@temporalio/client';
+import { isGrpcServiceError, ServiceError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { EpisodeState } from '../../src/domain/episode-state';
 import { productionWorkflowId } from '../../src/domain/names';
 import type { EpisodeStore } from '../../src/store/episode-store';
@@ -186,6 +186,24 @@ export async function approveProductions(
   }
 }
 
+const GRPC_UNAVAILABLE = 14;
+
+/**
+ * A production's result, waited for across a server outage: one `result()` call gives up once the client's retries
+ * run out, and a dev server that restarts on a loaded machine can be gone longer than that.
+ */
+async function resultAcrossOutages(handle: WorkflowHandle, deadline: number): Promise<EpisodeProductionResult> {
+  for (;;) {
+    try {
+      return (await handle.result()) as EpisodeProductionResult;
+    } catch (e) {
+      const unavailable = e instanceof ServiceError && isGrpcServiceError(e.cause) && e.cause.code === GRPC_UNAVAILABLE;
+      if (!unavailable || Date.now() > deadline) throw e;
+      await sleep(1_000);
+    }
+  }
+}
+
 async function approveFrom(
   store: EpisodeStore,
   client: Client,
@@ -216,7 +234,7 @@ async function approveFrom(
         } catch {
           return; // no worker answers right now (one was just killed): ask again next round
         }
-        const outcome = (handle.result() as Promise<EpisodeProductionResult>).then((r) => ({
+        const outcome = resultAcrossOutages(handle, deadline).then((r) => ({
           episodeId: e.episode_id,
           result: r,
         }));
