@@ -197,8 +197,9 @@ async function resultAcrossOutages(handle: WorkflowHandle, deadline: number): Pr
     try {
       return (await handle.result()) as EpisodeProductionResult;
     } catch (e) {
-      const unavailable = e instanceof ServiceError && isGrpcServiceError(e.cause) && e.cause.code === GRPC_UNAVAILABLE;
-      if (!unavailable || Date.now() > deadline) throw e;
+      const code: number | undefined =
+        e instanceof ServiceError && isGrpcServiceError(e.cause) ? e.cause.code : undefined;
+      if (code !== GRPC_UNAVAILABLE || Date.now() > deadline) throw e;
       await sleep(1_000);
     }
   }
