@@ -13,7 +13,9 @@ import { vendorPriceSource } from '../review/prices';
 import { startReviewDesk } from '../review/server';
 import { readSetting } from '../settings/read';
 import { defaultText } from '../settings/reference';
-import { sessionHandle } from '../review/sessions';
+import { sessionIsCurrent } from '../review/desk';
+import { OidcSignIn } from '../review/oidc';
+import { DeskSessions, sessionHandle } from '../review/sessions';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import type { CliContext } from './context';
@@ -37,7 +39,7 @@ export function registerReviewCommands(program: Command, ctx: CliContext): void 
   const review = program.command('review').description('the review desk: approve or rework episodes in a browser');
   const reviewers = () => new ReviewerStore(reviewersFile(ctx.dataDir));
   registerServe(review, ctx, reviewers);
-  registerSessions(review, ctx);
+  registerSessions(review, ctx, reviewers);
   registerReviewers(review, reviewers);
 }
 
@@ -79,14 +81,18 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
     });
 }
 
-function registerSessions(review: Command, ctx: CliContext): void {
+function registerSessions(review: Command, ctx: CliContext, reviewers: () => ReviewerStore): void {
   review
     .command('sessions')
     .description('list the open review sessions, or end one with --revoke ID')
     .option('--revoke <id>', 'end the session with this ID (or a unique prefix of 8 or more characters)')
     .action(async (opts: { revoke?: string }) => {
-      const sessions = openReviewSessions(ctx.getStore());
-      const all = await sessions.list();
+      // The desk's own rule: a session past its end, or whose reviewer was removed or rotated, is gone, not listed.
+      const settings = loadDeskSettings();
+      const sessions = new DeskSessions(openReviewSessions(ctx.getStore()), settings.sessions);
+      const oidc = settings.oidc === undefined ? undefined : new OidcSignIn(settings.oidc);
+      const store = reviewers();
+      const all = await sessions.live((s) => sessionIsCurrent({ tokens: settings.tokens, reviewers: store }, oidc, s));
       if (opts.revoke === undefined) {
         for (const s of all.sort((a, b) => a.created_at.localeCompare(b.created_at))) {
           console.log(
@@ -102,7 +108,7 @@ function registerSessions(review: Command, ctx: CliContext): void {
       if (matches.length !== 1) {
         throw new PipelineError(ErrorType.InvalidInput, `--revoke ${opts.revoke}: ${matches.length} sessions match`);
       }
-      await sessions.delete(matches[0]!.id_sha256);
+      await sessions.store.delete(matches[0]!.id_sha256);
       console.log(`session ${sessionHandle(matches[0]!)} of ${matches[0]!.reviewer} ended`);
     });
 }

@@ -111,7 +111,7 @@ export function registerHooks(app: FastifyInstance, desk: Desk): void {
     const id = req.cookies[SESSION_COOKIE];
     const record = await desk.sessions.lookup(
       id,
-      (s) => isCurrent(desk, s),
+      (s) => sessionIsCurrent(desk.o, desk.oidc, s),
       (s, why) => audit(desk, req, { event: 'session-ended', reviewer: s.reviewer, reason: why }, s),
     );
     if (record !== undefined) req.deskSession = { id: id!, record };
@@ -133,9 +133,13 @@ export function registerHooks(app: FastifyInstance, desk: Desk): void {
 }
 
 /** Whether the session's identity is still the reviewer's: the same token, or still allowed by the provider rules. */
-function isCurrent(desk: Desk, s: ReviewSession): boolean {
-  if (s.method === 'token') return desk.o.tokens !== false && desk.o.reviewers.holds(s.reviewer, s.identity);
-  return desk.oidc?.stillAllowed(s) ?? false;
+export function sessionIsCurrent(
+  o: { tokens?: boolean; reviewers: ReviewerStore },
+  oidc: OidcSignIn | undefined,
+  s: ReviewSession,
+): boolean {
+  if (s.method === 'token') return o.tokens !== false && o.reviewers.holds(s.reviewer, s.identity);
+  return oidc?.stillAllowed(s) ?? false;
 }
 
 /** The CSRF check of a POST: the form's token must be the one derived from this request's session (or pre-session). */

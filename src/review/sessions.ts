@@ -118,6 +118,16 @@ export class DeskSessions {
     return session;
   }
 
+  /** Every live session; the ones that have ended (by time or identity) are removed on the way, as a request would. */
+  async live(isCurrent: (s: ReviewSession) => boolean, now = new Date()): Promise<ReviewSession[]> {
+    const live: ReviewSession[] = [];
+    for (const s of await this.store.list()) {
+      if (this.endOf(s, isCurrent, now) === undefined) live.push(s);
+      else await this.store.delete(s.id_sha256);
+    }
+    return live;
+  }
+
   async end(id: string | undefined): Promise<void> {
     if (isSecretId(id)) await this.store.delete(secretDigest(id));
   }

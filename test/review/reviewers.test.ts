@@ -98,6 +98,14 @@ describe('review desk reviewers', function () {
       assert.equal(revoked.code, 0, revoked.stderr);
       assert.equal((await again.get('/')).headers.location, '/sign-in', 'revoked');
       assert.equal((await cli('sessions', '--revoke', handle)).code, 2, 'no such session any more');
+      // A removed reviewer's session leaves the list at once, before any request of theirs would end it.
+      const dave = await injectSignIn(app, await reviewers.add('dave'));
+      assert.equal((await dave.get('/')).statusCode, 200);
+      assert.match((await cli('sessions')).stdout, / {2}dave {2}token {2}/);
+      await reviewers.remove('dave');
+      const afterRemoval = await cli('sessions');
+      assert.equal(afterRemoval.code, 0, afterRemoval.stderr);
+      assert.doesNotMatch(afterRemoval.stdout, / {2}dave {2}/);
       const ended = audit.map((l) => JSON.parse(l) as { event: string; reviewer?: string; reason?: string });
       assert.deepEqual(
         ended.filter((e) => e.event === 'session-ended').map((e) => [e.reviewer, e.reason]),
