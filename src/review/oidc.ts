@@ -27,6 +27,17 @@ interface Pending {
   startedAt: number;
 }
 
+/** Names of identity-provider users without a verified email start with this; no token reviewer may. */
+export const OIDC_NAME_PREFIX = 'oidc:';
+
+/**
+ * The name a provider's user decides under: the verified email, else the subject, which the provider keeps unique
+ * (`preferred_username` is not: another user, or a token reviewer, could hold the same one).
+ */
+export function oidcReviewerName(verifiedEmail: string | null, sub: string): string {
+  return verifiedEmail ?? `${OIDC_NAME_PREFIX}${sub}`;
+}
+
 /** A refused sign-in, with the reason for the audit log (the page says less). */
 export class OidcRefusal extends Error {}
 
@@ -105,7 +116,7 @@ export class OidcSignIn {
     if (!this.allowed(email, groups)) {
       throw new OidcRefusal(`${email ?? `subject ${sub}`} is not among the allowed emails or groups`);
     }
-    const name = email ?? (typeof claims.preferred_username === 'string' ? claims.preferred_username : sub);
+    const name = oidcReviewerName(email, sub);
     const problem = approverProblem(name);
     if (problem !== undefined) throw new OidcRefusal(`the provider's name for this user is unusable: ${problem}`);
     return {

@@ -10,6 +10,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { approverProblem } from '../domain/decision';
+import { OIDC_NAME_PREFIX } from './oidc';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { ensureDirDurable, parseJsonText, writeJsonDurable } from '../files/durable-fs';
 import { readSetting } from '../settings/read';
@@ -49,7 +50,11 @@ export class ReviewerStore {
 
   /** Adds a reviewer and returns their token: the only time it exists outside the reviewer's hands. */
   async add(name: string, at = new Date()): Promise<string> {
-    const problem = approverProblem(name);
+    const problem =
+      approverProblem(name) ??
+      (name.startsWith(OIDC_NAME_PREFIX)
+        ? `names starting with ${OIDC_NAME_PREFIX} belong to sign-in users`
+        : undefined);
     if (problem !== undefined) throw new PipelineError(ErrorType.InvalidInput, problem);
     return this.change((current) => {
       if (current.reviewers.some((r) => r.name === name)) {

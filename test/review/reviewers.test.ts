@@ -14,6 +14,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { isPipelineError } from '../../src/domain/errors';
 import { AuditLog } from '../../src/review/audit-log';
+import { oidcReviewerName } from '../../src/review/oidc';
 import { ReviewerStore, TOKEN_PATTERN } from '../../src/review/reviewers';
 import { buildReviewDesk } from '../../src/review/server';
 import { ErrorType } from '../../src/domain/errors';
@@ -60,6 +61,14 @@ describe('review desk reviewers', function () {
     assert.equal(removed.code, 0, removed.stderr);
     assert.equal(new ReviewerStore(file).authenticate(token), undefined);
     assert.equal((await cli('remove-reviewer', 'alice')).code, 2);
+  });
+
+  it('a provider user without a verified email decides under its subject, a name no token reviewer may take', async () => {
+    assert.equal(oidcReviewerName('alice@example.org', 'u-1'), 'alice@example.org');
+    assert.equal(oidcReviewerName(null, 'u-1'), 'oidc:u-1');
+    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
+    await assert.rejects(reviewers.add('oidc:u-1'), (e) => isPipelineError(e) && e.type === ErrorType.InvalidInput);
+    assert.deepEqual(reviewers.list(), []);
   });
 
   it('a session is bound to its token: removing or rotating the reviewer ends it at the next request', async () => {
