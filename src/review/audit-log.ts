@@ -6,6 +6,9 @@
  * Never a token, a session id, a cookie or a client secret.
  */
 import * as fs from 'node:fs';
+import { openPrivateAppend } from './private-file';
+
+const MAX_PATH = 512;
 
 export type AuditEvent =
   | { event: 'sign-in'; outcome: 'ok' | 'refused'; method: 'token' | 'oidc'; reviewer?: string; reason?: string }
@@ -41,17 +44,15 @@ export class AuditLog {
     return new AuditLog((line) => process.stderr.write(line));
   }
 
-  /** Appends to `file`, created 0600; refuses a symlink in its place. */
+  /** Appends to `file`, created 0600; refuses a symlink, another user's file, or one group or others may read. */
   static toFile(file: string): AuditLog {
-    const fd = fs.openSync(
-      file,
-      fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW,
-      0o600,
-    );
+    const fd = openPrivateAppend(file, 'audit log');
     return new AuditLog((line) => fs.writeSync(fd, line));
   }
 
   record(e: AuditEvent, where: AuditContext): void {
-    this.write(`${JSON.stringify({ at: this.clock().toISOString(), ...e, ...where })}\n`);
+    // A request's path is the client's to choose: a line stays bounded whatever it sent.
+    const bounded = 'path' in e ? { ...e, path: e.path.slice(0, MAX_PATH) } : e;
+    this.write(`${JSON.stringify({ at: this.clock().toISOString(), ...bounded, ...where })}\n`);
   }
 }

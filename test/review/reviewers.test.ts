@@ -193,6 +193,30 @@ describe('review desk reviewers', function () {
     assert.equal(reviewers.list().length, 13);
   });
 
+  it('the audit log file: a symlink, another mode or another owner is refused; a line stays bounded', () => {
+    const file = path.join(dir, 'audit.jsonl');
+    const log = AuditLog.toFile(file);
+    log.record(
+      { event: 'request-refused', reason: 'origin', method: 'POST', path: `/${'x'.repeat(100_000)}` },
+      { ip: '::1' },
+    );
+    const line = readFileSync(file, 'utf8');
+    assert.ok(line.length < 1_000, `${line.length} bytes`);
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    const refusedWith = (pattern: RegExp) => (e: unknown) =>
+      isPipelineError(e, ErrorType.InvalidState) && pattern.test(e.message);
+    chmodSync(file, 0o644);
+    assert.throws(() => AuditLog.toFile(file), refusedWith(/chmod 600/));
+    chmodSync(file, 0o600);
+    const link = path.join(dir, 'audit-link.jsonl');
+    symlinkSync(file, link);
+    assert.throws(() => AuditLog.toFile(link), refusedWith(/symlink/));
+    if (process.getuid?.() === 0) {
+      chownSync(file, 65534, 65534); // only root can give a file away (CI runs as root)
+      assert.throws(() => AuditLog.toFile(file), refusedWith(/owned by uid 65534/));
+    }
+  });
+
   it('review serve listens where told, answers /health, refuses a bad --listen, and stops on SIGTERM', async () => {
     const bad = await cli('serve', '--listen', '0.0.0.0');
     assert.equal(bad.code, 2);
