@@ -4,9 +4,9 @@
  * The provider is discovered at the first sign-in, not at start, so token sign-in works while the provider is away.
  *
  * A transaction (verifier, state, nonce) is kept in memory under the digest of the browser's pre-session cookie, for
- * 10 minutes, at most MAX_PENDING of them: a restart mid-sign-in costs one more click. A user is allowed when a
- * verified `email` is in the allowed emails or a group of the groups claim is in the allowed groups; the session is
- * bound to issuer + subject, and the allow list is checked again on every request.
+ * 10 minutes (PendingSignIns): a restart mid-sign-in costs one more click. A user is allowed when a verified `email`
+ * is in the allowed emails or a group of the groups claim is in the allowed groups; the session is bound to issuer +
+ * subject, and the allow list is checked again on every request.
  */
 import type * as OpenIdClientModule from 'openid-client' with { 'resolution-mode': 'import' };
 import type { Configuration } from 'openid-client' with { 'resolution-mode': 'import' };
@@ -19,12 +19,39 @@ type OpenIdClient = typeof OpenIdClientModule;
 
 const PENDING_MS = 10 * 60_000;
 const MAX_PENDING = 1_000;
+const MAX_PENDING_PER_ADDRESS = 10;
 
-interface Pending {
+export interface Pending {
   verifier: string;
   state: string;
   nonce: string;
   startedAt: number;
+  /** The client address that started it. */
+  address: string;
+}
+
+/**
+ * Sign-ins under way, by pre-session key: each lasts PENDING_MS; at most MAX_PENDING, and at most
+ * MAX_PENDING_PER_ADDRESS from one address, whose oldest goes first, so one address can only push out its own.
+ */
+export class PendingSignIns {
+  private readonly byKey = new Map<string, Pending>();
+
+  add(key: string, p: Pending): void {
+    this.byKey.delete(key);
+    for (const [k, old] of this.byKey) if (p.startedAt - old.startedAt > PENDING_MS) this.byKey.delete(k);
+    const own = [...this.byKey].filter(([, old]) => old.address === p.address);
+    if (own.length >= MAX_PENDING_PER_ADDRESS) this.byKey.delete(own[0]![0]);
+    else if (this.byKey.size >= MAX_PENDING) this.byKey.delete(this.byKey.keys().next().value!);
+    this.byKey.set(key, p);
+  }
+
+  /** The transaction of this key, once: a second callback finds none. */
+  take(key: string, now: number): Pending | undefined {
+    const p = this.byKey.get(key);
+    this.byKey.delete(key);
+    return p !== undefined && now - p.startedAt <= PENDING_MS ? p : undefined;
+  }
 }
 
 /** Names of identity-provider users without a verified email start with this; no token reviewer may. */
@@ -44,7 +71,7 @@ export class OidcRefusal extends Error {}
 export class OidcSignIn {
   private lib?: Promise<OpenIdClient>;
   private config?: Promise<Configuration>;
-  private readonly pending = new Map<string, Pending>();
+  private readonly pending = new PendingSignIns();
   /** What the sign-in button says: the provider's host. */
   readonly label: string;
 
@@ -53,15 +80,16 @@ export class OidcSignIn {
   }
 
   /** The provider's authorization URL for a new transaction of this pre-session. */
-  async start(preKey: string, now = Date.now()): Promise<URL> {
+  async start(preKey: string, address: string, now = Date.now()): Promise<URL> {
     const [oidc, config] = [await this.openIdClient(), await this.configuration()];
     const p: Pending = {
       verifier: oidc.randomPKCECodeVerifier(),
       state: oidc.randomState(),
       nonce: oidc.randomNonce(),
       startedAt: now,
+      address,
     };
-    this.remember(preKey, p, now);
+    this.pending.add(preKey, p);
     return oidc.buildAuthorizationUrl(config, {
       redirect_uri: this.settings.redirectUrl.href,
       scope: this.settings.scopes,
@@ -74,10 +102,8 @@ export class OidcSignIn {
 
   /** The reviewer the provider's answer (the callback's query) signs in, or an OidcRefusal. */
   async finish(preKey: string, query: string, now = Date.now()): Promise<Omit<NewSession, 'client_ip' | 'user_agent'>> {
-    const p = this.pending.get(preKey);
-    this.pending.delete(preKey);
-    if (p === undefined || now - p.startedAt > PENDING_MS)
-      throw new OidcRefusal('no sign-in in progress in this browser');
+    const p = this.pending.take(preKey, now);
+    if (p === undefined) throw new OidcRefusal('no sign-in in progress in this browser');
     const [oidc, config] = [await this.openIdClient(), await this.configuration()];
     const current = new URL(this.settings.redirectUrl);
     current.search = query;
@@ -137,12 +163,6 @@ export class OidcSignIn {
 
   private identityPrefix(): string {
     return `oidc:${this.settings.issuer.href} `;
-  }
-
-  private remember(key: string, p: Pending, now: number): void {
-    for (const [k, old] of this.pending) if (now - old.startedAt > PENDING_MS) this.pending.delete(k);
-    if (this.pending.size >= MAX_PENDING) this.pending.delete(this.pending.keys().next().value!);
-    this.pending.set(key, p);
   }
 
   private openIdClient(): Promise<OpenIdClient> {

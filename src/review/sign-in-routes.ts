@@ -60,7 +60,7 @@ function registerOidc(app: FastifyInstance, desk: Desk): void {
     if (desk.oidc === undefined) return notFound(req, reply);
     if (!csrfOk(desk, req, 'sign-in')) return refused(req, reply, CSRF_REFUSAL);
     if (limited(desk, req, 'oidc')) return signInAgain(desk, req, reply.code(429), TOO_MANY);
-    const url = await desk.oidc.start(secretDigest(preSession(desk, req, reply)));
+    const url = await desk.oidc.start(secretDigest(preSession(desk, req, reply)), req.ip);
     return reply.redirect(url.href, 303);
   });
 
