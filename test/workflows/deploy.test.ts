@@ -214,6 +214,13 @@ describe('deploy: worker versions while productions are in flight', function () 
     const builds = await Promise.all(ramped.map(async (id) => (await versioning(productionWorkflowId(id))).build));
     assert.deepEqual([...new Set(builds)].sort(), ['v2', 'v3'], `spread over both: ${builds.join(' ')}`);
 
+    // A CLI on a task queue where v1 has no workers (as if they were stopped): refused, and the ramp is left as it was.
+    const noWorkers = await runCli(['deploy', 'rollback'], { ...operator(), EPISODES_TASK_QUEUE: `${taskQueue}-none` });
+    assert.equal(noWorkers.code, 1);
+    assert.match(noWorkers.stderr, new RegExp(`DeploymentRefused: ${v1} has no live workers`));
+    const untouched = await status();
+    assert.deepEqual([untouched.current, untouched.ramping], ['v2', { buildId: 'v3', percent: 50 }]);
+
     const rolledBack = await cli('deploy', 'rollback');
     assert.match(rolledBack, /ramp of v3 ended/);
     assert.match(rolledBack, new RegExp(`current: ${v1} \\(was v2\\)`));
