@@ -85,19 +85,23 @@ export function registerDeployCommands(program: Command, ctx: CliContext): void 
   deploy
     .command('rollback')
     .description('make the previously current version current again (a ramp in progress ends)')
-    .action(async () => {
-      const connection = await ctx.getConnection();
-      const namespace = ctx.config.temporal.namespace;
-      const facts = await describeDeployment(connection, namespace, loadDeploymentSettings().deploymentName);
-      const previous = previousCurrent(facts);
-      if (previous === undefined) throw refused(`deployment ${facts.deploymentName} has no earlier current version`);
-      if (facts.ramping && facts.ramping.buildId !== previous) {
-        await route(ctx, facts.ramping.buildId, (c, ns, f) => setRampingVersion(c, ns, f, undefined));
-        console.log(`ramp of ${facts.ramping.buildId} ended`);
-      }
-      await route(ctx, previous, (c, ns, f) => setCurrentVersion(c, ns, f, previous), { needsPollers: true });
-      console.log(`current: ${previous} (was ${facts.current ?? 'unversioned'})`);
-    });
+    .action(() => rollback(ctx));
+}
+
+async function rollback(ctx: CliContext): Promise<void> {
+  const connection = await ctx.getConnection();
+  const namespace = ctx.config.temporal.namespace;
+  const facts = await describeDeployment(connection, namespace, loadDeploymentSettings().deploymentName);
+  const previous = previousCurrent(facts);
+  if (previous === undefined) throw refused(`deployment ${facts.deploymentName} has no earlier current version`);
+  // Before the ramp ends: a rollback refused for want of workers changes nothing.
+  await refuseUnroutable(ctx, facts, previous, { needsPollers: true });
+  if (facts.ramping && facts.ramping.buildId !== previous) {
+    await route(ctx, facts.ramping.buildId, (c, ns, f) => setRampingVersion(c, ns, f, undefined));
+    console.log(`ramp of ${facts.ramping.buildId} ended`);
+  }
+  await route(ctx, previous, (c, ns, f) => setCurrentVersion(c, ns, f, previous), { needsPollers: true });
+  console.log(`current: ${previous} (was ${facts.current ?? 'unversioned'})`);
 }
 
 /** The non-current version that was current last: what `rollback` returns to. */
@@ -133,15 +137,7 @@ async function route(
   const connection = await ctx.getConnection();
   const namespace = ctx.config.temporal.namespace;
   const facts = await describeDeployment(connection, namespace, loadDeploymentSettings().deploymentName);
-  if (!facts.versions.some((v) => v.buildId === buildId)) {
-    const known = facts.versions.map((v) => v.buildId).join(', ') || 'none';
-    throw refused(
-      `deployment ${facts.deploymentName} has no version ${buildId} (start its workers first; known: ${known})`,
-    );
-  }
-  if (o.needsPollers && !(await pollersByBuild(connection, namespace, ctx.config.taskQueue)).get(buildId)) {
-    throw refused(`${buildId} has no live workers on task queue ${ctx.config.taskQueue}: start them first`);
-  }
+  await refuseUnroutable(ctx, facts, buildId, o);
   try {
     await change(connection, namespace, facts);
   } catch (e) {
@@ -149,6 +145,28 @@ async function route(
     // INVALID_ARGUMENT, FAILED_PRECONDITION (a task queue it does not poll, a conflict), ABORTED.
     if (code === 3 || code === 9 || code === 10) throw refused(`${buildId}: ${(e as { details?: string }).details}`);
     throw e;
+  }
+}
+
+/** Refuses a build the deployment does not know, or (`needsPollers`) one without live workers on the task queue. */
+async function refuseUnroutable(
+  ctx: CliContext,
+  facts: DeploymentFacts,
+  buildId: string,
+  o: { needsPollers?: boolean },
+): Promise<void> {
+  if (!facts.versions.some((v) => v.buildId === buildId)) {
+    const known = facts.versions.map((v) => v.buildId).join(', ') || 'none';
+    throw refused(
+      `deployment ${facts.deploymentName} has no version ${buildId} (start its workers first; known: ${known})`,
+    );
+  }
+  const { taskQueue, temporal } = ctx.config;
+  if (
+    o.needsPollers &&
+    !(await pollersByBuild(await ctx.getConnection(), temporal.namespace, taskQueue)).get(buildId)
+  ) {
+    throw refused(`${buildId} has no live workers on task queue ${taskQueue}: start them first`);
   }
 }
 

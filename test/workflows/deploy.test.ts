@@ -122,6 +122,14 @@ describe('deploy: worker versions while productions are in flight', function () 
         : [],
     );
   };
+  /** The id of the event recording a child's completion in its parent's history (undefined: not yet). */
+  const childCompleted = async (parentId: string, childId: string) => {
+    const { events } = await env.client.workflow.getHandle(parentId).fetchHistory();
+    const done = (events ?? []).find(
+      (e) => e.childWorkflowExecutionCompletedEventAttributes?.workflowExecution?.workflowId === childId,
+    );
+    return done ? Number(done.eventId) : undefined;
+  };
   const approve = async (id: string) => {
     await parked(id);
     assert.match(await cli('approve', id, '--by', 'deployer'), /approved by deployer/);
@@ -151,7 +159,11 @@ describe('deploy: worker versions while productions are in flight', function () 
       const s = await env.client.workflow.getHandle(video).query(stepStatusQuery);
       return s.phase === 'waiting_for_vendor' ? true : undefined;
     });
-    await env.client.workflow.getHandle(paidStepWorkflowId(a, 'cover', 0)).result();
+    // The production has handled the cover's completion (on v1): it then has no task until the video completes.
+    await until('a handled the cover', async () => {
+      const done = await childCompleted(productionWorkflowId(a), paidStepWorkflowId(a, 'cover', 0));
+      return (done !== undefined && (await taskBuilds(productionWorkflowId(a))).some((t) => t.id > done)) || undefined;
+    });
 
     const w2 = await startWorker('v2', 'v2');
     assert.ok(
@@ -163,7 +175,6 @@ describe('deploy: worker versions while productions are in flight', function () 
       w2.output(),
     );
     await statusUntil('v2 polling', (s) => versionOf(s, 'v2')?.pollers === 2);
-    const promoted = await taskBuilds(productionWorkflowId(a));
     assert.match(await cli('deploy', 'promote', '--build-id', 'v2'), /^current: v2$/m);
     assert.deepEqual(await versioning(video), { build: v1, behavior: PINNED }, 'the held step stays on v1');
     await statusUntil('v1 draining while its step runs', (s) => {
@@ -181,9 +192,12 @@ describe('deploy: worker versions while productions are in flight', function () 
       (await taskBuilds(video)).every((t) => t.build === v1),
       'the held step ran all its tasks on v1',
     );
+    // The video completes only once the vendor is released, after the promotion: every task of a from then on (the
+    // approval's included) ran on v2, every one before on v1.
     const tasksOfA = await taskBuilds(productionWorkflowId(a));
-    assert.ok(promoted.length > 0 && promoted.every((t) => t.build === v1), 'before the promotion: v1');
-    const after = tasksOfA.filter((t) => t.id > promoted[promoted.length - 1]!.id);
+    const released = (await childCompleted(productionWorkflowId(a), video))!;
+    const [before, after] = [tasksOfA.filter((t) => t.id < released), tasksOfA.filter((t) => t.id > released)];
+    assert.ok(before.length > 0 && before.every((t) => t.build === v1), `before: v1 (${JSON.stringify(tasksOfA)})`);
     assert.ok(after.length > 0 && after.every((t) => t.build === 'v2'), `after it: v2 (${JSON.stringify(tasksOfA)})`);
     assert.deepEqual(await versioning(paidStepWorkflowId(a, 'assembly', 0)), {
       build: 'v2',
@@ -213,6 +227,13 @@ describe('deploy: worker versions while productions are in flight', function () 
     await Promise.all(ramped.map(parked));
     const builds = await Promise.all(ramped.map(async (id) => (await versioning(productionWorkflowId(id))).build));
     assert.deepEqual([...new Set(builds)].sort(), ['v2', 'v3'], `spread over both: ${builds.join(' ')}`);
+
+    // A CLI on a task queue where v1 has no workers (as if they were stopped): refused, and the ramp is left as it was.
+    const noWorkers = await runCli(['deploy', 'rollback'], { ...operator(), EPISODES_TASK_QUEUE: `${taskQueue}-none` });
+    assert.equal(noWorkers.code, 1);
+    assert.match(noWorkers.stderr, new RegExp(`DeploymentRefused: ${v1} has no live workers`));
+    const untouched = await status();
+    assert.deepEqual([untouched.current, untouched.ramping], ['v2', { buildId: 'v3', percent: 50 }]);
 
     const rolledBack = await cli('deploy', 'rollback');
     assert.match(rolledBack, /ramp of v3 ended/);
