@@ -7,7 +7,6 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { PostgresFaultServer } from '../test/helpers/postgres';
 import { targetEnv, type StoreTarget } from '../test/helpers/reliability';
-import { sleep } from '../test/helpers/wait';
 import type { StoreKind } from './plan';
 
 export interface StoreHost {
@@ -136,9 +135,7 @@ export class PostgresStoreHost implements StoreHost {
    * has stopped the workers.
    */
   async restore(dir: string, lsn: string): Promise<void> {
-    const segment = await this.primary.sql('SELECT pg_walfile_name(pg_current_wal_lsn())');
-    await this.primary.sql('SELECT pg_switch_wal()');
-    await waitArchived(this.primary, segment);
+    await this.primary.archiveNow();
     const from = this.primary;
     const restored = await PostgresFaultServer.pitr(from, `${this.name}-r${++this.generation}`, {
       backupDir: dir,
@@ -147,7 +144,6 @@ export class PostgresStoreHost implements StoreHost {
     });
     await Promise.all([from.stop(), this.standby?.stop()]);
     this.primary = restored;
-    for (let i = 0; i < 600 && (await restored.sql('SELECT pg_is_in_recovery()')) !== 'f'; i++) await sleep(100);
     this.standby = await PostgresFaultServer.standbyOf(this.primary, `${this.name}-s${this.generation}`);
   }
 
@@ -160,13 +156,4 @@ export class PostgresStoreHost implements StoreHost {
     if (!this.standby) throw new Error('no standby');
     return this.standby;
   }
-}
-
-async function waitArchived(server: PostgresFaultServer, segment: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    const last = await server.sql("SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver");
-    if (last >= segment) return;
-    await sleep(100);
-  }
-  throw new Error(`WAL segment ${segment} was not archived within 60 s`);
 }

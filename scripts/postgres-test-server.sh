@@ -23,7 +23,7 @@
 #   PGTEST_PRIMARY_DIR=D scripts/postgres-test-server.sh standby   a streaming standby of the server in state dir D
 #                                                    (pg_basebackup -R), on its own port; prints its URL
 #   scripts/postgres-test-server.sh promote           end recovery: the standby becomes a primary
-#   scripts/postgres-test-server.sh basebackup DIR    a base backup of the server into DIR (pg_basebackup)
+#   scripts/postgres-test-server.sh basebackup DIR    a base backup of the server into DIR (pg_basebackup, fast checkpoint)
 #   PGTEST_FROM_DIR=D scripts/postgres-test-server.sh pitr BACKUP LSN   a new server from base backup BACKUP, its WAL
 #                                                    replayed from PGTEST_ARCHIVE_DIR up to LSN, then promoted (the
 #                                                    password of state dir D's server); prints its URL
@@ -267,7 +267,7 @@ basebackup() {
   mkdir -p "$(dirname "$1")"
   [ -z "$RUN_AS" ] || chown "$RUN_AS" "$(dirname "$1")"
   as_owner env PGPASSWORD="$(password_of "$url")" "$bindir/pg_basebackup" -h 127.0.0.1 -p "$(port_of "$url")" \
-    -U "$DB_USER" -D "$1" -X stream >&2
+    -U "$DB_USER" -D "$1" -X stream --checkpoint=fast >&2
 }
 
 pitr() {

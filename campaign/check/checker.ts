@@ -12,6 +12,7 @@ import {
   decisionsApplied,
   doubleCharges,
   duplicateEpisodes,
+  idsOwnedTwice,
   ledgerBilling,
   lostRuns,
   unfinishedWorkflows,
@@ -80,7 +81,10 @@ export async function check(input: CheckInput): Promise<CheckResult> {
   const invariant = (name: string, details: string[]): Invariant => ({ name, violations: details.length, details });
   const faults = countFaults(path.join(input.out, 'history.jsonl'), episodes);
   const invariants = [
-    invariant('duplicate episodes (one per allocation key, sequences 0..n-1)', duplicateEpisodes(episodes)),
+    invariant('duplicate episodes (one per allocation key, sequences 0..n-1, one key per id in Temporal)', [
+      ...duplicateEpisodes(episodes),
+      ...idsOwnedTwice(runs),
+    ]),
     invariant('double charges (at most one per episode, step, round)', doubleCharges(billing)),
     invariant('lost runs (every planned slot completed)', lostRuns(input.planned, episodes, parked)),
     invariant('ledger - billing, entry for entry', money.lines),

@@ -30,6 +30,20 @@ export function duplicateEpisodes(episodes: readonly ListedEpisode[]): string[] 
   return out;
 }
 
+/**
+ * One key per episode id in Temporal's own records: the weekly runs of two keys whose `EpisodeId` is the same id were
+ * both handed it (a store that forgot gave it out again), whatever the store shows now.
+ */
+export function idsOwnedTwice(runs: readonly VisibleRun[]): string[] {
+  const weekly = runs.filter((r) => r.type === 'weeklyEpisodeWorkflow' && r.episodeId !== undefined);
+  const out: string[] = [];
+  for (const [id, group] of groupBy(weekly, (r) => r.episodeId!)) {
+    const keys = [...new Set(group.map((r) => r.workflowId))].sort();
+    if (keys.length > 1) out.push(`episode id ${id} was handed to ${keys.length} keys: ${keys.join(', ')}`);
+  }
+  return out;
+}
+
 /** At most one charge per (episode, step, round): the vendor's idempotency key names it. */
 export function doubleCharges(billing: readonly Charge[]): string[] {
   const out: string[] = [];

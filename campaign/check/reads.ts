@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { z } from 'zod';
 
 const execFileAsync = promisify(execFile);
@@ -108,7 +109,11 @@ export interface VisibleRun {
   workflowId: string;
   type: string;
   status: string;
+  /** The run's `EpisodeId` search attribute (a weekly run's: the id its allocation answered). */
+  episodeId?: string;
 }
+
+const episodeIdKey = defineSearchAttributeKey('EpisodeId', SearchAttributeType.KEYWORD);
 
 /** Every workflow the Temporal server knows of (visibility), and the closed ones' histories replayed. */
 export class TemporalReader {
@@ -125,7 +130,8 @@ export class TemporalReader {
   async runs(query?: string): Promise<VisibleRun[]> {
     const out: VisibleRun[] = [];
     for await (const wf of this.client.workflow.list(query ? { query } : {})) {
-      out.push({ workflowId: wf.workflowId, type: wf.type, status: wf.status.name });
+      const episodeId = wf.typedSearchAttributes.get(episodeIdKey);
+      out.push({ workflowId: wf.workflowId, type: wf.type, status: wf.status.name, episodeId });
     }
     return out;
   }

@@ -7,7 +7,8 @@
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { parseAllocationKey, type AllocationKey } from '../domain/allocation-key';
-import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
+import { formatEpisodeId, MAX_SEQUENCE, parseEpisodeId, type EpisodeId } from '../domain/episode-id';
+import type { WeekId } from '../domain/week-id';
 import { productionWorkflowId } from '../domain/names';
 import { EpisodeIdSearchAttribute } from '../domain/names';
 import type { AllocationClaim } from '../store/episode-store';
@@ -25,6 +26,12 @@ export interface AllocationRecords {
    * search attribute and its production's parent both record it; undefined when there is none, or no single one.
    */
   earlierAllocationOf(key: AllocationKey, ownRunId: string): Promise<AllocationClaim | undefined>;
+  /**
+   * The ids of `weekId` Temporal records as handed out, to any key: every `EpisodeId` of the week's runs (visibility),
+   * and every production `episode-<week>-<n>` that exists from `above + 1` up to the first that does not (its own
+   * record, read without visibility's lag). A store restored from a backup forgets these; Temporal does not.
+   */
+  handedOutIn(weekId: WeekId, above: number): Promise<EpisodeId[]>;
 }
 
 /** Facts of a given run never change: kept, up to this many per process. */
@@ -52,6 +59,20 @@ export function temporalAllocationRecords(client: Client): AllocationRecords {
       const claim = await records.allocationOf(parseEpisodeId(id).episodeId);
       return claim?.allocationKey === key ? claim : undefined;
     },
+    async handedOutIn(weekId, above) {
+      const ids = new Set<EpisodeId>();
+      for await (const run of client.workflow.list({ query: `WeekId = "${weekId}"` })) {
+        const id = idOfWeek(run.typedSearchAttributes.get(EpisodeIdSearchAttribute), weekId);
+        if (id) ids.add(id);
+      }
+      let next = [...ids].reduce((m, id) => Math.max(m, parseEpisodeId(id).sequence), above) + 1;
+      for (; next <= MAX_SEQUENCE; next++) {
+        const id = formatEpisodeId(weekId, next);
+        if (!(await describe(client, productionWorkflowId(id)))) break;
+        ids.add(id);
+      }
+      return [...ids];
+    },
     async productionRunOf(episodeId, run) {
       if (run.workflowId === productionWorkflowId(episodeId)) return run.runId;
       const known = parentRun.get(run.runId);
@@ -68,6 +89,16 @@ export function temporalAllocationRecords(client: Client): AllocationRecords {
     },
   };
   return records;
+}
+
+/** A recorded `EpisodeId` of `weekId`; anything else (another week, not an id) is no evidence for it. */
+function idOfWeek(raw: string | undefined, weekId: WeekId): EpisodeId | undefined {
+  try {
+    const parsed = parseEpisodeId(raw);
+    return parsed.weekId === weekId ? parsed.episodeId : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function recordOf(

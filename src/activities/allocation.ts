@@ -1,15 +1,16 @@
 import { Context } from '@temporalio/activity';
-import { parseAllocationKey } from '../domain/allocation-key';
+import { parseAllocationKey, type AllocationKey } from '../domain/allocation-key';
 import type { AllocatedBy } from '../domain/episode-state';
 import { PipelineError, ErrorType, isPipelineError } from '../domain/errors';
-import { parseEpisodeId } from '../domain/episode-id';
-import { parseWeekId } from '../domain/week-id';
+import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
+import { parseWeekId, type WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
 import type { EpisodeStore } from '../store/episode-store';
 import type { AllocationRecords } from './allocation-records';
 import { withFailureMapping } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { countAllocation } from './metrics';
+import { reassertForgotten } from './reassertion';
 
 export interface AllocateEpisodeInput {
   allocationKey: string;
@@ -31,16 +32,44 @@ export async function allocateEpisodeOn(
   store: EpisodeStore,
   input: AllocateEpisodeInput,
   allocatedBy: AllocatedBy,
+  records?: AllocationRecords,
 ): Promise<AllocateEpisodeOutput> {
-  let request;
+  const request = parseRequest(input);
+  const recorded = records ? await recordedInWeek(store, records, request.weekId) : [];
+  const result = await store.allocate({ ...request, allocatedBy, recorded });
+  return { episodeId: result.episodeId, weekId: result.weekId, sequence: result.sequence, created: result.created };
+}
+
+function parseRequest(input: AllocateEpisodeInput): { allocationKey: AllocationKey; weekId: WeekId } {
   try {
-    request = { allocationKey: parseAllocationKey(input.allocationKey), weekId: parseWeekId(input.weekId) };
+    return { allocationKey: parseAllocationKey(input.allocationKey), weekId: parseWeekId(input.weekId) };
   } catch (e) {
     if (e instanceof PipelineError) throw new PipelineError(ErrorType.InvalidAllocationRequest, e.message);
     throw e;
   }
-  const result = await store.allocate({ ...request, allocatedBy });
-  return { episodeId: result.episodeId, weekId: result.weekId, sequence: result.sequence, created: result.created };
+}
+
+/**
+ * The ids of the week that Temporal records as handed out, read before the allocation: a store restored from a backup
+ * forgot those given out after it, and a new run must not be given one again (the store's rule goes above them). Each
+ * one the store lacks is re-asserted first under the key Temporal recorded (reassertion.ts), so the forgotten run's
+ * episode comes back as its own; one that cannot be (taken meanwhile, or started by hand) is still never handed out.
+ */
+async function recordedInWeek(store: EpisodeStore, records: AllocationRecords, weekId: WeekId): Promise<EpisodeId[]> {
+  const known = new Set((await store.listEpisodes({ weekId })).map((e) => e.sequence));
+  const recorded = await records.handedOutIn(
+    weekId,
+    [...known].reduce((m, s) => Math.max(m, s), -1),
+  );
+  const forgotten = recorded.map((id) => parseEpisodeId(id)).filter((id) => !known.has(id.sequence));
+  for (const { episodeId } of forgotten.sort((a, b) => a.sequence - b.sequence)) {
+    try {
+      await reassertForgotten({ store, allocationRecords: records }, episodeId);
+    } catch (e) {
+      if (!isPipelineError(e, ErrorType.AllocationConflict)) throw e;
+    }
+  }
+  return recorded;
 }
 
 export function createAllocationActivities(deps: { store: EpisodeStore; allocationRecords?: AllocationRecords }) {
@@ -58,7 +87,8 @@ export function createAllocationActivities(deps: { store: EpisodeStore; allocati
               namespace,
             };
             result =
-              (await reassertEarlier(deps, input, by.run_id)) ?? (await allocateEpisodeOn(deps.store, input, by));
+              (await reassertEarlier(deps, input, by.run_id)) ??
+              (await allocateEpisodeOn(deps.store, input, by, deps.allocationRecords));
           } catch (e) {
             // refused: a business rule said no (for good); failed: a retryable store error (lock timeout, I/O).
             if (e instanceof PipelineError) countAllocation(e.retryable ? 'failed' : 'refused', e.type);

@@ -7,6 +7,7 @@
  * recorded one, and history gets the recorded entry. Idempotent: a second run finds nothing to do.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { idTakenMeanwhile } from '../domain/allocation';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { EpisodeState, HistoryEntry, LedgerEntry } from '../domain/episode-state';
 import { isPipelineError, PipelineError } from '../domain/errors';
@@ -37,7 +38,9 @@ export async function repairProduction(
   const act = (action: RepairAction['action'], detail: string): RepairAction => ({ episode_id: id, action, detail });
   const actions: RepairAction[] = [];
   try {
-    if (!(await deps.store.getEpisode(id))) {
+    const stored = await deps.store.getEpisode(id);
+    if (stored) await checkOwner(deps, id, stored.allocation_key);
+    else {
       if (dryRun) actions.push(act('allocation-reasserted', 'forgotten by the store; Temporal records its run'));
       else {
         const done = await reassertForgotten(deps, id);
@@ -54,6 +57,15 @@ export async function repairProduction(
     actions.push(act(e.type === ErrorType.AllocationConflict ? 'conflict' : 'refused', `${e.type}: ${e.message}`));
   }
   return actions;
+}
+
+/**
+ * The store's key of `id` is the one Temporal recorded as given it (the production's parent run), or the id was handed
+ * out twice: `AllocationConflict` naming both keys. A production started by hand has no record to compare.
+ */
+async function checkOwner(deps: PaidStepDeps, id: EpisodeId, storedKey: string | null): Promise<void> {
+  const recorded = await deps.allocationRecords?.allocationOf(id);
+  if (recorded && recorded.allocationKey !== storedKey) throw idTakenMeanwhile(recorded.allocationKey, id, storedKey);
 }
 
 /**

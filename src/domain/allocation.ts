@@ -1,5 +1,5 @@
 import type { AllocationKey } from './allocation-key';
-import { formatEpisodeId, MAX_SEQUENCE, type EpisodeId } from './episode-id';
+import { formatEpisodeId, MAX_SEQUENCE, parseEpisodeId, type EpisodeId } from './episode-id';
 import { PipelineError, ErrorType } from './errors';
 import type { WeekId } from './week-id';
 
@@ -18,6 +18,11 @@ export interface AllocationFacts {
   keyMatches: readonly StoredEpisodeRef[];
   /** Every stored episode of `weekId`, live or completed. */
   weekEpisodes: readonly StoredEpisodeRef[];
+  /**
+   * Ids of `weekId` that Temporal records as handed out (a run's `EpisodeId`, an existing production), which a store
+   * restored from a backup may have forgotten: never given to a new run. Empty where nothing is consulted.
+   */
+  recorded?: readonly EpisodeId[];
 }
 
 export type AllocationDecision =
@@ -36,7 +41,8 @@ const describe = (refs: readonly StoredEpisodeRef[]): string =>
  *
  * - exactly one match for the key, in the target week → that episode;
  * - a match in another week, or several matches → refuse (no guessing, nothing written);
- * - no match → max(sequence) + 1 over the week's episodes, 0 for a new week.
+ * - no match → max(sequence) + 1 over the week's episodes and the ids Temporal records as handed out, 0 for a new
+ *   week: a restored store forgets what it gave out after its backup, Temporal does not.
  */
 export function decideAllocation(facts: AllocationFacts): AllocationDecision {
   checkWeek(facts);
@@ -53,8 +59,8 @@ export function decideAllocation(facts: AllocationFacts): AllocationDecision {
     return { kind: 'existing', episode: match };
   }
 
-  const max = facts.weekEpisodes.reduce((m, e) => Math.max(m, e.sequence), -1);
-  const sequence = max + 1;
+  const taken = [...facts.weekEpisodes.map((e) => e.sequence), ...recordedSequences(facts)];
+  const sequence = taken.reduce((m, s) => Math.max(m, s), -1) + 1;
   if (sequence > MAX_SEQUENCE) {
     throw new PipelineError(
       ErrorType.InvalidAllocationRequest,
@@ -132,6 +138,20 @@ function checkWeek(facts: AllocationFacts): void {
     }
     seen.set(e.sequence, e.episodeId);
   }
+}
+
+/** The sequences of the recorded ids; one of another week is the caller's mistake, refused before anything is written. */
+function recordedSequences(facts: AllocationFacts): number[] {
+  return (facts.recorded ?? []).map((id) => {
+    const { weekId, sequence } = parseEpisodeId(id);
+    if (weekId !== facts.weekId) {
+      throw new PipelineError(
+        ErrorType.InvalidAllocationRequest,
+        `recorded id ${id} is not of the requested week ${facts.weekId}`,
+      );
+    }
+    return sequence;
+  });
 }
 
 /** The one stored episode of the key, if any; several is ambiguous (refused, no guessing). */

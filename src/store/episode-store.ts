@@ -7,6 +7,8 @@ export interface AllocationRequest {
   allocationKey: AllocationKey;
   weekId: WeekId;
   allocatedBy: AllocatedBy;
+  /** Ids of the week Temporal records as handed out (`AllocationFacts.recorded`): a new episode goes above them. */
+  recorded?: readonly EpisodeId[];
 }
 
 /** What Temporal recorded of an allocation the store may have forgot: which run was given which episode, and when. */

@@ -52,7 +52,7 @@ export class FileAllocator {
       await this.sweepLeftoverTemps();
       const { result, created } = await this.decide(
         { key: request.allocationKey, weekId: request.weekId },
-        decideAllocation,
+        (facts) => decideAllocation({ ...facts, recorded: request.recorded }),
         { created_at: new Date().toISOString(), allocated_by: request.allocatedBy },
         guard,
       );

@@ -392,6 +392,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
       weekId,
       keyMatches: refs.filter((r) => r.allocationKey === key),
       weekEpisodes: refs.filter((r) => r.weekId === weekId),
+      recorded: request.recorded,
     });
   }
 

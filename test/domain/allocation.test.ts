@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { decideAllocation, type StoredEpisodeRef } from '../../src/domain/allocation';
 import { parseAllocationKey, type AllocationKey } from '../../src/domain/allocation-key';
-import { formatEpisodeId } from '../../src/domain/episode-id';
+import { formatEpisodeId, type EpisodeId } from '../../src/domain/episode-id';
 import { isPipelineError, ErrorType } from '../../src/domain/errors';
 import { parseWeekId, type WeekId } from '../../src/domain/week-id';
 
@@ -66,6 +66,60 @@ describe('decideAllocation (pure)', () => {
     assert.throws(
       () => decideAllocation({ key: key('a'), weekId: W32, keyMatches: [], weekEpisodes: [ref(W32, 1, 'x'), twin] }),
       (e) => isPipelineError(e, ErrorType.StoreCorrupt),
+    );
+  });
+
+  it('goes above the ids Temporal records as handed out, and refuses a recorded id of another week', () => {
+    const week = [ref(W32, 0, 'x')];
+    const recorded = [formatEpisodeId(W32, 1), formatEpisodeId(W32, 3)];
+    const d = decideAllocation({ key: key('a'), weekId: W32, keyMatches: [], weekEpisodes: week, recorded });
+    assert.equal(d.kind === 'new' && d.episodeId, '2026-W32-4');
+    const mine = ref(W32, 0, 'a');
+    const again = decideAllocation({ key: key('a'), weekId: W32, keyMatches: [mine], weekEpisodes: [mine], recorded });
+    assert.deepEqual(again, { kind: 'existing', episode: mine }, 'the key still gets its own episode back');
+    assert.throws(
+      () =>
+        decideAllocation({
+          key: key('a'),
+          weekId: W32,
+          keyMatches: [],
+          weekEpisodes: [],
+          recorded: [formatEpisodeId(W33, 0)],
+        }),
+      (e) => isPipelineError(e, ErrorType.InvalidAllocationRequest),
+    );
+  });
+
+  it('never hands out an id twice across restores, given what Temporal recorded (model check)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.integer({ min: 0, max: 5 }), fc.constant('restore' as const)), { maxLength: 40 }),
+        fc.nat(),
+        (steps, seed) => {
+          let stored: StoredEpisodeRef[] = [];
+          const handed = new Map<EpisodeId, string>(); // Temporal's record: id → key, never forgotten
+          for (const step of steps) {
+            if (step === 'restore') {
+              stored = stored.slice(0, seed % (stored.length + 1)); // back to an earlier backup
+              continue;
+            }
+            const allocationKey = key(`run-${step}`);
+            const d = decideAllocation({
+              key: allocationKey,
+              weekId: W32,
+              keyMatches: stored.filter((e) => e.allocationKey === allocationKey),
+              weekEpisodes: stored,
+              recorded: [...handed.keys()],
+            });
+            if (d.kind === 'existing') continue;
+            const owner = handed.get(d.episodeId);
+            assert.ok(owner === undefined, `${d.episodeId} handed to ${owner} and again to ${allocationKey}`);
+            handed.set(d.episodeId, allocationKey);
+            stored.push(ref(W32, d.sequence, allocationKey));
+          }
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { atEndOfEachFile, inParallelWorker } from './end-of-file';
 import { REPO_ROOT } from './temporal';
+import { sleep } from './wait';
 
 const SCRIPT = path.join(REPO_ROOT, 'scripts', 'postgres-test-server.sh');
 const STATE_ROOT = path.join(REPO_ROOT, '.pgtest');
@@ -95,15 +96,17 @@ export class PostgresFaultServer {
    * A new server from the base backup in `backupDir`, its archived WAL (in `archiveDir`) replayed up to `lsn`, then
    * promoted: point-in-time recovery. `from` is the server the backup was taken of (its password is reused).
    */
-  static pitr(
+  static async pitr(
     from: PostgresFaultServer,
     name: string,
     recovery: { backupDir: string; lsn: string; archiveDir: string },
   ): Promise<PostgresFaultServer> {
-    return PostgresFaultServer.create(name, ['pitr', recovery.backupDir, recovery.lsn], {
+    const restored = await PostgresFaultServer.create(name, ['pitr', recovery.backupDir, recovery.lsn], {
       PGTEST_FROM_DIR: from.dir,
       PGTEST_ARCHIVE_DIR: recovery.archiveDir,
     });
+    for (let i = 0; i < 600 && (await restored.sql('SELECT pg_is_in_recovery()')) !== 'f'; i++) await sleep(100);
+    return restored;
   }
 
   private static async create(name: string, args: string[], env: NodeJS.ProcessEnv): Promise<PostgresFaultServer> {
@@ -124,6 +127,18 @@ export class PostgresFaultServer {
   /** A base backup of the whole server into `dir` (which must not exist yet). */
   async baseBackup(dir: string): Promise<void> {
     await this.script('basebackup', dir);
+  }
+
+  /** The WAL written up to now is in the archive (a server started with `archiveDir`), for `pitr` up to now. */
+  async archiveNow(): Promise<void> {
+    const segment = await this.sql('SELECT pg_walfile_name(pg_current_wal_lsn())');
+    await this.sql('SELECT pg_switch_wal()');
+    for (let i = 0; i < 600; i++) {
+      const last = await this.sql("SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver");
+      if (last >= segment) return;
+      await sleep(100);
+    }
+    throw new Error(`WAL segment ${segment} was not archived within 60 s`);
   }
 
   private async script(...args: string[]): Promise<string> {
