@@ -6,12 +6,14 @@
  * A production started by hand (`episodes generate`, no parent) has no such record.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { z } from 'zod';
 import { parseAllocationKey, type AllocationKey } from '../domain/allocation-key';
 import { formatEpisodeId, MAX_SEQUENCE, parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { WeekId } from '../domain/week-id';
 import { productionWorkflowId } from '../domain/names';
-import { EpisodeIdSearchAttribute } from '../domain/names';
+import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../domain/names';
 import type { AllocationClaim } from '../store/episode-store';
+import { recordedActivity } from './recorded-activity';
 
 export interface AllocationRecords {
   /**
@@ -32,7 +34,20 @@ export interface AllocationRecords {
    * record, read without visibility's lag). A store restored from a backup forgets these; Temporal does not.
    */
   handedOutIn(weekId: WeekId, above: number): Promise<EpisodeId[]>;
+  /**
+   * The ids of `weekId` that an open weekly run's allocation answered and the run has not recorded yet: its next
+   * workflow task has not run (workers stopped between the two, then a restore). Read from the run's history.
+   */
+  answeredUnrecorded(weekId: WeekId): Promise<EpisodeId[]>;
+  /** The keys (weekly runs' workflow IDs) whose runs recorded `episodeId` as their episode (visibility). */
+  keysGiven(episodeId: EpisodeId): Promise<string[]>;
 }
+
+/** Weekly runs still open that have not recorded an episode (yet): their allocation may have answered already. */
+const WEEKLY = 'weeklyEpisodeWorkflow';
+const UNRECORDED_ANSWERS = `WorkflowType = "${WEEKLY}" AND ExecutionStatus = "Running" AND ${EpisodeIdSearchAttribute.name} IS NULL`;
+
+const allocationAnswerSchema = z.object({ episodeId: z.string() });
 
 /** Facts of a given run never change: kept, up to this many per process. */
 const CACHED_RUNS = 10_000;
@@ -61,10 +76,11 @@ export function temporalAllocationRecords(client: Client): AllocationRecords {
     },
     async handedOutIn(weekId, above) {
       const ids = new Set<EpisodeId>();
-      for await (const run of client.workflow.list({ query: `WeekId = "${weekId}"` })) {
+      for await (const run of client.workflow.list({ query: `${WeekIdSearchAttribute.name} = "${weekId}"` })) {
         const id = idOfWeek(run.typedSearchAttributes.get(EpisodeIdSearchAttribute), weekId);
         if (id) ids.add(id);
       }
+
       let next = [...ids].reduce((m, id) => Math.max(m, parseEpisodeId(id).sequence), above) + 1;
       for (; next <= MAX_SEQUENCE; next++) {
         const id = formatEpisodeId(weekId, next);
@@ -72,6 +88,23 @@ export function temporalAllocationRecords(client: Client): AllocationRecords {
         ids.add(id);
       }
       return [...ids];
+    },
+    async answeredUnrecorded(weekId) {
+      const ids: EpisodeId[] = [];
+      for await (const run of client.workflow.list({ query: UNRECORDED_ANSWERS })) {
+        const answer = allocationAnswerSchema.safeParse(
+          (await recordedActivity(client, run, 'allocateEpisode'))?.result,
+        );
+        const id = answer.success ? idOfWeek(answer.data.episodeId, weekId) : undefined;
+        if (id) ids.push(id);
+      }
+      return ids;
+    },
+    async keysGiven(episodeId) {
+      const keys = new Set<string>();
+      const query = `${EpisodeIdSearchAttribute.name} = "${episodeId}" AND WorkflowType = "${WEEKLY}"`;
+      for await (const run of client.workflow.list({ query })) keys.add(run.workflowId);
+      return [...keys];
     },
     async productionRunOf(episodeId, run) {
       if (run.workflowId === productionWorkflowId(episodeId)) return run.runId;

@@ -57,10 +57,10 @@ function parseRequest(input: AllocateEpisodeInput): { allocationKey: AllocationK
  */
 async function recordedInWeek(store: EpisodeStore, records: AllocationRecords, weekId: WeekId): Promise<EpisodeId[]> {
   const known = new Set((await store.listEpisodes({ weekId })).map((e) => e.sequence));
-  const recorded = await records.handedOutIn(
-    weekId,
-    [...known].reduce((m, s) => Math.max(m, s), -1),
-  );
+  const storeMax = [...known].reduce((m, s) => Math.max(m, s), -1);
+  const recorded = [
+    ...new Set([...(await records.handedOutIn(weekId, storeMax)), ...(await records.answeredUnrecorded(weekId))]),
+  ];
   const forgotten = recorded.map((id) => parseEpisodeId(id)).filter((id) => !known.has(id.sequence));
   for (const { episodeId } of forgotten.sort((a, b) => a.sequence - b.sequence)) {
     try {

@@ -4,12 +4,12 @@
  * `episodes repair` re-applies a completion the store forgot from that record.
  */
 import type { Client } from '@temporalio/client';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { historyEntrySchema, type HistoryEntry } from '../domain/episode-state';
 import { ErrorType, PipelineError } from '../domain/errors';
 import { episodeIdOfWorkflowId, productionWorkflowId } from '../domain/names';
 import type { CompleteInput } from './episode-lifecycle';
+import { recordedActivity } from './recorded-activity';
 
 export interface RecordedCompletion {
   input: CompleteInput;
@@ -61,25 +61,9 @@ async function completionOf(
   workflowId: string,
   runId: string,
 ): Promise<RecordedCompletion | undefined> {
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const scheduled = new Map<string, Payload | undefined>();
-  for (const event of history.events ?? []) {
-    const s = event.activityTaskScheduledEventAttributes;
-    if (s?.activityType?.name === 'completeEpisode') scheduled.set(String(event.eventId), s.input?.payloads?.[0]);
-    const done = event.activityTaskCompletedEventAttributes;
-    const input = done && scheduled.get(String(done.scheduledEventId));
-    if (done && input) return { input: decode<CompleteInput>(input), entry: historyEntrySchema.parse(result(done)) };
-  }
-  return undefined;
-}
-
-function result(done: { result?: { payloads?: Payload[] | null } | null }): unknown {
-  const payload = done.result?.payloads?.[0];
-  return payload ? decode<unknown>(payload) : undefined;
-}
-
-function decode<T>(payload: Payload): T {
-  return defaultPayloadConverter.fromPayload<T>(payload);
+  const done = await recordedActivity(client, { workflowId, runId }, 'completeEpisode');
+  if (!done?.input) return undefined;
+  return { input: done.input as CompleteInput, entry: historyEntrySchema.parse(done.result) };
 }
 
 function compareIds(a: EpisodeId, b: EpisodeId): number {

@@ -7,7 +7,6 @@
  * recorded one, and history gets the recorded entry. Idempotent: a second run finds nothing to do.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { idTakenMeanwhile } from '../domain/allocation';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { EpisodeState, HistoryEntry, LedgerEntry } from '../domain/episode-state';
 import { isPipelineError, PipelineError } from '../domain/errors';
@@ -60,12 +59,24 @@ export async function repairProduction(
 }
 
 /**
- * The store's key of `id` is the one Temporal recorded as given it (the production's parent run), or the id was handed
- * out twice: `AllocationConflict` naming both keys. A production started by hand has no record to compare.
+ * The store's key of `id` is the only one Temporal records as given it (the weekly runs whose `EpisodeId` it is, and
+ * the production's parent run), or the id was handed out twice: `AllocationConflict` naming every key.
  */
 async function checkOwner(deps: PaidStepDeps, id: EpisodeId, storedKey: string | null): Promise<void> {
-  const recorded = await deps.allocationRecords?.allocationOf(id);
-  if (recorded && recorded.allocationKey !== storedKey) throw idTakenMeanwhile(recorded.allocationKey, id, storedKey);
+  const records = deps.allocationRecords;
+  if (!records) return;
+  const keys = new Set(await records.keysGiven(id));
+  const production = await records.allocationOf(id);
+  if (production) keys.add(production.allocationKey);
+  const others = [...keys].filter((k) => k !== storedKey).sort();
+  if (others.length === 0) return;
+  throw new PipelineError(
+    ErrorType.AllocationConflict,
+    `${id} is ${JSON.stringify(storedKey)}'s in the store, and Temporal records it as given to ` +
+      `${others.map((k) => JSON.stringify(k)).join(', ')} too: the id was handed out twice (a store restored from a ` +
+      'backup); settle each run as docs/operations.md says',
+    { episodes: [id], allocationKey: storedKey, recordedKeys: others },
+  );
 }
 
 /**
