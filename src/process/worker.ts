@@ -10,6 +10,7 @@ import { Client } from '@temporalio/client';
 import { Runtime, type Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { temporalAllocationRecords } from '../activities/allocation-records';
+import { snakeCaseMetricTags } from '../activities/metrics';
 import { describeWebhook, type ReviewNoticeSettings } from '../activities/review-notice';
 import type { PipelineConfig } from './config';
 import { envCredentialsLoader } from '../vendor-api/credentials';
@@ -92,6 +93,7 @@ export async function createWorker(
       allocationRecords: temporalAllocationRecords(new Client({ connection, namespace: config.temporal.namespace })),
       ...deps,
     }),
+    interceptors: { activity: [snakeCaseMetricTags] },
     ...extra,
   };
   const worker = await createVersionedWorker(options, version, (line) => {
