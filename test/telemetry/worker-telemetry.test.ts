@@ -22,6 +22,7 @@ import { promtool } from '../helpers/promtool';
 import { createTestEnv, uniqueTaskQueue } from '../helpers/temporal';
 import { closedPort } from '../helpers/vendor';
 import { until } from '../helpers/wait';
+import { SDK_FAMILIES } from './exported-metrics';
 import { parsePrometheus, sumOf } from './prometheus';
 
 const KEY = 'sk-telemetry-SECRET-61c0d2e9a4';
@@ -103,6 +104,10 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
     assert.equal(w.code, 0, `worker exit: ${w.stderr}`);
     const lint = promtool(['check', 'metrics'], text);
     assert.deepEqual(lint, { code: 0, output: '' }, "promtool check metrics on the worker's /metrics");
+    // The alert rules and the dashboard are checked against SDK_FAMILIES: each must really be served.
+    for (const [type, names] of Object.entries(SDK_FAMILIES)) {
+      for (const name of names) assert.ok(text.includes(`\n# TYPE ${name} ${type}\n`), `${name} (${type}) exported`);
+    }
 
     const cents = state.ledger.reduce((sum, l) => sum + l.amount_cents, 0);
     assert.equal(state.ledger.length, 3, 'video, cover, assembly in the ledger');
