@@ -52,6 +52,8 @@ const LAYERS = [
     // Process config the worker and the review desk both read (webhook and public URL of the desk).
     { name: 'review-notice-config', paths: ['src/process/review-notice-config.ts'] },
     { name: 'telemetry', paths: ['src/process/telemetry.ts'] },
+    // Gauges of the store's unfinished episodes, set by the worker (alerts in deploy/prometheus/alerts.yml).
+    { name: 'state-metrics', paths: ['src/process/state-metrics.ts'] },
     { name: 'temporal-connection', paths: ['src/process/temporal-connection.ts'] },
     { name: 'temporal-namespace', paths: ['src/process/temporal-namespace.ts'] },
     { name: 'worker-cache', paths: ['src/process/worker-cache.ts'] },

@@ -20,6 +20,7 @@ import { openStore, prepareStore, storeApplicationName } from '../store/open-sto
 import { connectNativeConnection, describeSettings } from './temporal-connection';
 import { requireNamespaceReady } from './temporal-namespace';
 import { loadReviewNoticeSettings } from './review-notice-config';
+import { startStateMetrics, stateMetricsIntervalMs } from './state-metrics';
 import { installTelemetry, loadTelemetryConfig } from './telemetry';
 import { workerCacheOptions } from './worker-cache';
 import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
@@ -114,7 +115,8 @@ async function routingOf(connection: NativeConnection, namespace: string, versio
 /** Runs the worker until a shutdown signal. Only tests open another store (test/helpers/unsafe-worker.ts). */
 export async function runWorker(config: PipelineConfig, openWorkerStoreFn = openWorkerStore): Promise<void> {
   // First: the Runtime (logger, metrics) must exist before any connection.
-  const logger = installTelemetry(loadTelemetryConfig());
+  const telemetry = loadTelemetryConfig();
+  const logger = installTelemetry(telemetry);
   const deps = buildDeps(config, openWorkerStoreFn(), logger);
   // Schema migrations and connectivity now, before polling: a store that is down is waited for (one line per attempt),
   // a misconfigured one fails the start, never the first activity.
@@ -126,10 +128,24 @@ export async function runWorker(config: PipelineConfig, openWorkerStoreFn = open
       `${deps.store.description}`,
   );
   logger.info(`worker: ${describeReviewNotices(deps.reviewNotice)}`);
+  const stopStateMetrics = telemetry.metricsAddress
+    ? startStateMetrics(
+        {
+          store: deps.store,
+          meter: Runtime.instance().metricMeter,
+          budgetCents: config.budgetCents,
+          intervalMs: stateMetricsIntervalMs(),
+        },
+        (message) => {
+          logger.warn(message);
+        },
+      )
+    : () => undefined;
   try {
     // Worker.run() resolves after a shutdown signal (SIGINT, SIGTERM, ...) once in-flight tasks have drained.
     await worker.run();
   } finally {
+    stopStateMetrics();
     await deps.store.close();
     await connection.close();
   }

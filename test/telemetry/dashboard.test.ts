@@ -34,7 +34,14 @@ describe('the Grafana dashboard: provisioning format, and queries on exported me
   it('has the Prometheus data source variable and the panels operators look for', () => {
     assert.ok(parsed.templating.list.some((v) => v.name === 'datasource' && v.type === 'datasource'));
     const titles = parsed.panels.map((p) => p.title).join('\n');
-    for (const want of [/allocated/, /Spend per week/, /Paid steps by outcome/, /Vendor latency/, /Workers/]) {
+    for (const want of [
+      /Episodes by state/,
+      /allocated/,
+      /Spend per week/,
+      /Paid steps by outcome/,
+      /Vendor latency/,
+      /Workers/,
+    ]) {
       assert.match(titles, want);
     }
   });

@@ -64,6 +64,7 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
       EPISODES_METRICS_ADDRESS: address,
       EPISODES_LOG_FORMAT: 'json',
       EPISODES_LOG_LEVEL: 'DEBUG',
+      EPISODES_STATE_METRICS_INTERVAL_MS: '200',
       // Both fail after their write is durable, so the retry finds the episode, and the ledger entry, already there.
       EPISODES_FAILPOINTS: 'allocation.before-return=throw@1,submission.ledger-written=throw@1',
     });
@@ -87,15 +88,27 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
         const s = await store.getEpisode(id);
         return s?.status === want ? s : undefined;
       };
-      await until('awaiting_approval', reached('awaiting_approval'), 90_000);
+      const waiting = await until('awaiting_approval', reached('awaiting_approval'), 90_000);
+      // The state gauges: one episode waits for a person, none stalls, the budget is partly spent.
+      const spent = waiting.ledger.reduce((sum, l) => sum + l.amount_cents, 0);
+      const parked = await until('the gauges see the waiting episode', async () => {
+        const s = await scrape();
+        return sumOf(s, 'episodes_unfinished', { status: 'awaiting_approval' }) === 1 ? s : undefined;
+      });
+      assert.ok(sumOf(parked, 'episodes_parked_seconds', { reason: 'awaiting_approval' }) > 0);
+      assert.equal(sumOf(parked, 'episodes_parked_seconds', { reason: 'needs_reconciliation' }), 0);
+      assert.equal(sumOf(parked, 'episodes_stalled_seconds', {}), 0);
+      assert.ok(spent > 0);
+      assert.equal(sumOf(parked, 'episodes_budget_left_ratio', {}), (20_000 - spent) / 20_000);
       const approve = await runCli(['approve', id, '--by', 'editor'], cliEnv);
       assert.equal(approve.code, 0, approve.stderr);
       state = await until('completed', reached('completed'), 90_000);
       // The store says completed a moment before the production workflow itself completes: wait for the SDK's count
       // of the five workflows (weekly run, production, video, cover, assembly) rather than race it.
-      samples = await until('five completed workflows on /metrics', async () => {
+      samples = await until('five completed workflows and no unfinished episode on /metrics', async () => {
         const scraped = await scrape();
-        return sumOf(scraped, 'temporal_workflow_completed_total', {}) >= 5 ? scraped : undefined;
+        const finished = sumOf(scraped, 'episodes_unfinished', {}) === 0;
+        return sumOf(scraped, 'temporal_workflow_completed_total', {}) >= 5 && finished ? scraped : undefined;
       });
     } finally {
       worker.kill('SIGTERM');
