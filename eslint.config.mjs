@@ -59,6 +59,8 @@ const LAYERS = [
     { name: 'worker-cache', paths: ['src/process/worker-cache.ts'] },
     { name: 'worker-deployment', paths: ['src/process/worker-deployment.ts'] },
   ],
+  // Gauges of what Temporal knows: current build's pollers, draining builds, the schedule.
+  [{ name: 'cluster-metrics', paths: ['src/process/cluster-metrics.ts'] }],
   [{ name: 'worker', paths: ['src/process/worker.ts', 'src/worker.ts'] }],
   // The two front doors: the `episodes` CLI and the review desk (web). Each may use the other's modules.
   [{ name: 'cli and review desk', paths: ['src/cli.ts', 'src/cli', 'src/review'] }],

@@ -6,7 +6,6 @@
  */
 import type { MetricMeter } from '@temporalio/common';
 import type { EpisodeState } from '../domain/episode-state';
-import type { EpisodeStore } from '../store/episode-store';
 import { readSettings } from '../settings/read';
 
 export const GaugeName = {
@@ -84,22 +83,25 @@ export function stateMetricsIntervalMs(env: NodeJS.ProcessEnv = process.env): nu
 }
 
 /**
- * Sets the gauges now and every `intervalMs` until stopped. A failed read (store down) keeps the last values and logs
- * one line: the worker's own work never waits on this.
+ * Runs each collector now and every `intervalMs` until stopped. A collector that fails (store or Temporal down) keeps
+ * its last values and logs one line; the others still run, and the worker's own work never waits on them.
  */
-export function startStateMetrics(
-  o: { store: EpisodeStore; meter: MetricMeter; budgetCents: number; intervalMs: number },
+export function startPeriodicMetrics(
+  collectors: readonly (() => Promise<void>)[],
+  intervalMs: number,
   warn: (message: string) => void,
 ): () => void {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   const tick = async () => {
-    try {
-      setStateGauges(o.meter, stateGauges(await o.store.listUnfinishedEpisodes(), new Date(), o.budgetCents));
-    } catch (e) {
-      warn(`state metrics: ${(e as Error).message}`);
+    for (const collect of collectors) {
+      try {
+        await collect();
+      } catch (e) {
+        warn(`metrics: ${(e as Error).message}`);
+      }
     }
-    if (!stopped) timer = setTimeout(() => void tick(), o.intervalMs);
+    if (!stopped) timer = setTimeout(() => void tick(), intervalMs);
   };
   void tick();
   return () => {

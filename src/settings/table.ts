@@ -118,7 +118,7 @@ export const SETTINGS = {
   },
   EPISODES_STATE_METRICS_INTERVAL_MS: {
     group: 'worker',
-    meaning: 'how often a worker that exports metrics reads the unfinished episodes for the episodes_* gauges',
+    meaning: 'how often a worker that exports metrics reads the store and Temporal for the episodes_* gauges',
     schema: positiveInt(60_000),
   },
   EPISODES_DEPLOYMENT_NAME: {

@@ -1,9 +1,10 @@
 /**
  * The metric names a worker's /metrics serves, for checking the alert rules and the dashboard against: the business
- * counters from `MetricName` (the exporter appends `_total`), the state gauges from `GaugeName`, and the SDK families a real worker serves after one
+ * counters from `MetricName` (the exporter appends `_total`), the state and cluster gauges from `GaugeName` and `ClusterGaugeName`, and the SDK families a real worker serves after one
  * episode (worker-telemetry.test.ts checks each is on a real worker's /metrics).
  */
 import { MetricName } from '../../src/activities/metrics';
+import { ClusterGaugeName } from '../../src/process/cluster-metrics';
 import { GaugeName } from '../../src/process/state-metrics';
 
 export const SDK_FAMILIES = {
@@ -29,6 +30,7 @@ export function exportedNames(): Set<string> {
   return new Set([
     ...Object.values(MetricName).map((n) => `${n}_total`),
     ...Object.values(GaugeName),
+    ...Object.values(ClusterGaugeName),
     ...SDK_FAMILIES.counter,
     ...SDK_FAMILIES.gauge,
     ...SDK_FAMILIES.histogram.flatMap((h) => [`${h}_bucket`, `${h}_sum`, `${h}_count`]),

@@ -100,6 +100,16 @@ describe('worker telemetry: Prometheus metrics and JSON logs of a real worker pr
       assert.equal(sumOf(parked, 'episodes_stalled_seconds', {}), 0);
       assert.ok(spent > 0);
       assert.equal(sumOf(parked, 'episodes_budget_left_ratio', {}), (20_000 - spent) / 20_000);
+      // The cluster gauges: this worker polls the current build (the deployment's first); no schedule, then one.
+      await until('the current build polled', async () =>
+        sumOf(await scrape(), 'episodes_current_build_pollers', {}) >= 1 ? true : undefined,
+      );
+      assert.equal(sumOf(parked, 'episodes_schedule_active', {}), 0, 'no schedule yet');
+      const ensure = await runCli(['schedule', 'ensure'], cliEnv);
+      assert.equal(ensure.code, 0, ensure.stderr);
+      await until('the schedule active', async () =>
+        sumOf(await scrape(), 'episodes_schedule_active', {}) === 1 ? true : undefined,
+      );
       const approve = await runCli(['approve', id, '--by', 'editor'], cliEnv);
       assert.equal(approve.code, 0, approve.stderr);
       state = await until('completed', reached('completed'), 90_000);
