@@ -1,9 +1,11 @@
 /**
  * The metric names a worker's /metrics serves, for checking the alert rules and the dashboard against: the business
- * counters from `MetricName` (the exporter appends `_total`), the state and cluster gauges from `GaugeName` and `ClusterGaugeName`, and the SDK families a real worker serves after one
+ * counters from `MetricName` (the exporter appends `_total`), the state and cluster gauges from `GaugeName` and `ClusterGaugeName`, the ledger check's `LedgerMetricName` (written by
+ * `episodes ledger --metrics-file`, checked in test/workflows/production.test.ts), and the SDK families a real worker serves after one
  * episode (worker-telemetry.test.ts checks each is on a real worker's /metrics).
  */
 import { MetricName } from '../../src/activities/metrics';
+import { LedgerMetricName } from '../../src/cli/ledger-commands';
 import { ClusterGaugeName } from '../../src/process/cluster-metrics';
 import { GaugeName } from '../../src/process/state-metrics';
 
@@ -31,6 +33,7 @@ export function exportedNames(): Set<string> {
     ...Object.values(MetricName).map((n) => `${n}_total`),
     ...Object.values(GaugeName),
     ...Object.values(ClusterGaugeName),
+    ...Object.values(LedgerMetricName),
     ...SDK_FAMILIES.counter,
     ...SDK_FAMILIES.gauge,
     ...SDK_FAMILIES.histogram.flatMap((h) => [`${h}_bucket`, `${h}_sum`, `${h}_count`]),
