@@ -52,11 +52,15 @@ const LAYERS = [
     // Process config the worker and the review desk both read (webhook and public URL of the desk).
     { name: 'review-notice-config', paths: ['src/process/review-notice-config.ts'] },
     { name: 'telemetry', paths: ['src/process/telemetry.ts'] },
+    // Gauges of the store's unfinished episodes, set by the worker (alerts in deploy/prometheus/alerts.yml).
+    { name: 'state-metrics', paths: ['src/process/state-metrics.ts'] },
     { name: 'temporal-connection', paths: ['src/process/temporal-connection.ts'] },
     { name: 'temporal-namespace', paths: ['src/process/temporal-namespace.ts'] },
     { name: 'worker-cache', paths: ['src/process/worker-cache.ts'] },
     { name: 'worker-deployment', paths: ['src/process/worker-deployment.ts'] },
   ],
+  // Gauges of what Temporal knows: current build's pollers, draining builds, the schedule.
+  [{ name: 'cluster-metrics', paths: ['src/process/cluster-metrics.ts'] }],
   [{ name: 'worker', paths: ['src/process/worker.ts', 'src/worker.ts'] }],
   // The two front doors: the `episodes` CLI and the review desk (web). Each may use the other's modules.
   [{ name: 'cli and review desk', paths: ['src/cli.ts', 'src/cli', 'src/review'] }],

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Debian's ffmpeg (the vendor simulator's playable media, src/vendor-sim/media-render.ts; ffprobe in its tests) and
-# chromium (the review desk's browser tests, test/review/, driven by playwright-core), installed only when missing.
+# chromium (the review desk's browser tests, test/review/, driven by playwright-core) and prometheus (its promtool
+# checks the worker's /metrics and deploy/prometheus/alerts.yml, test/telemetry/), installed only when missing.
 #
-#   scripts/review-test-tools.sh ensure-installed  find ffmpeg, ffprobe and chromium, or apt-get install them
+#   scripts/review-test-tools.sh ensure-installed  find ffmpeg, ffprobe, chromium and promtool, or apt-get install them
 #   scripts/review-test-tools.sh chromium          print the chromium binary's path (installing it if missing)
+#   scripts/review-test-tools.sh promtool          print the promtool binary's path (installing it if missing)
 set -euo pipefail
 
 log() { echo "review-test-tools: $*" >&2; }
@@ -17,6 +19,7 @@ find_chromium() {
 missing_packages() {
   command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || echo ffmpeg
   find_chromium >/dev/null || echo chromium
+  command -v promtool >/dev/null 2>&1 || echo prometheus
 }
 
 ensure_installed() {
@@ -39,8 +42,9 @@ ensure_installed() {
 case "${1:-}" in
   ensure-installed) ensure_installed ;;
   chromium) ensure_installed && find_chromium ;;
+  promtool) ensure_installed && command -v promtool ;;
   *)
-    echo "usage: $0 {ensure-installed|chromium}" >&2
+    echo "usage: $0 {ensure-installed|chromium|promtool}" >&2
     exit 2
     ;;
 esac

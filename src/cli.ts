@@ -12,6 +12,7 @@ import { registerLedgerCommands } from './cli/ledger-commands';
 import { registerLegacyMigrationCommands } from './cli/legacy-migration-commands';
 import { registerVerifyCommands } from './cli/verify-commands';
 import { registerPaidCommands } from './cli/paid-commands';
+import { registerPreviewCommands } from './cli/preview-commands';
 import { registerRepairCommands } from './cli/repair-commands';
 import { registerReviewCommands } from './cli/review-commands';
 import { registerScheduleCommands } from './cli/schedule-commands';
@@ -43,6 +44,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   const ctx = new CliContext(program);
   registerAllocationCommands(program, ctx);
   registerScheduleCommands(program, ctx);
+  registerPreviewCommands(program, ctx);
   registerClusterCommands(program, ctx);
   registerDeployCommands(program, ctx);
   registerPaidCommands(program, ctx);

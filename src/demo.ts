@@ -10,7 +10,6 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { Client, ScheduleAlreadyRunning, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
 import { type DemoSettings, loadConfig, loadDemoSettings, loadSimulatorSettings } from './process/config';
@@ -25,6 +24,7 @@ import { vendorPriceSource, type PriceSource } from './review/prices';
 import { ReviewerStore, reviewersFile } from './review/reviewers';
 import { startReviewDesk } from './review/server';
 import { connectClient } from './process/temporal-connection';
+import { installTelemetry, loadTelemetryConfig } from './process/telemetry';
 import { createWorker } from './process/worker';
 import { loadReviewNoticeSettings } from './process/review-notice-config';
 import { adoptFirstBuild, versionName } from './process/worker-deployment';
@@ -38,7 +38,10 @@ type ProductionHandle = WorkflowHandle<typeof episodeProductionWorkflow>;
 
 async function main(): Promise<void> {
   const interactive = process.argv.includes('--interactive');
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  // EPISODES_METRICS_ADDRESS as for `npm start`; the demo's own lines stay the story, so only warnings are logged.
+  const telemetry = { ...loadTelemetryConfig(), logLevel: 'WARN' as const };
+  installTelemetry(telemetry);
+  if (telemetry.metricsAddress) console.log(`metrics: http://${telemetry.metricsAddress}/metrics`);
   const config = loadConfig();
   const demo = loadDemoSettings();
   startLocalDevServerUnlessConfigured(config, demo);

@@ -1,9 +1,11 @@
 /**
  * Business metrics, through the SDK's metric meter of the running activity: they reach the worker's Prometheus
- * endpoint (EPISODES_METRICS_ADDRESS) with the SDK's own labels (namespace, task_queue, activity_type, workflow_type)
- * and are a no-op when the worker exports no metrics. Every name, label and meaning is listed in docs/operations.md.
+ * endpoint (EPISODES_METRICS_ADDRESS) labelled namespace, task_queue, activity_type (see `snakeCaseMetricTags`), with
+ * `_total` appended by the exporter (src/process/telemetry.ts), and are a no-op when the worker exports no metrics.
+ * Every name, label and meaning is listed in docs/operations.md.
  */
 import type { MetricTags } from '@temporalio/common';
+import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { PaidStep } from '../domain/paid-step';
 import { activityContext } from './activity-context';
 
@@ -47,4 +49,23 @@ export function countBudgetRefusal(step: PaidStep): void {
 /** One per POST of a review notice (every attempt), so a webhook that keeps failing shows as a rising `failed`. */
 export function countReviewNotice(outcome: ReviewNoticeOutcome): void {
   count(MetricName.reviewNotices, 'review notice webhook attempts by outcome', 1, { outcome });
+}
+
+/**
+ * The SDK tags an activity's meter `taskQueue` and `activityType`; Prometheus label names are snake_case (promtool
+ * rejects camelCase). Renamed here; the camelCase keys are set undefined because the SDK drops undefined tags when it
+ * resolves them, which also removes the worker-level `taskQueue` that precedes this in the chain.
+ */
+export const snakeCaseMetricTags: ActivityInterceptorsFactory = () => ({
+  outbound: { getMetricTags: (input, next) => snakeCaseTags(next(input)) },
+});
+
+export function snakeCaseTags(tags: MetricTags): MetricTags {
+  const edited: Record<string, MetricTags[string] | undefined> = {};
+  for (const [key, value] of Object.entries(tags)) {
+    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    edited[snake] = value;
+    if (snake !== key) edited[key] = undefined;
+  }
+  return edited as MetricTags;
 }

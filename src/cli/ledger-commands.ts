@@ -8,6 +8,7 @@ import type { Charge } from '../vendor-api/api';
 import { createVendorClient } from '../vendor-api/client';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
+import { writeFileDurable } from '../files/durable-fs';
 import { printJson, type CliContext } from './context';
 
 export interface LedgerView {
@@ -103,6 +104,32 @@ export function ledgerDiscrepancies(view: LedgerView): number {
   return r ? r.unrecorded_charges.length + r.unbilled_entries.length + r.amount_mismatches.length : 0;
 }
 
+export const LedgerMetricName = {
+  discrepancies: 'episodes_ledger_discrepancies',
+  checkedAt: 'episodes_ledger_check_timestamp_seconds',
+} as const;
+
+/**
+ * The reconcile check as Prometheus text, for node_exporter's textfile collector: `episodes ledger --metrics-file`
+ * run on a timer (the worker never reads vendor credentials for work that pays nothing).
+ */
+export function ledgerMetricsText(view: LedgerView, now: Date): string {
+  const gauge = (name: string, help: string, value: number) =>
+    `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${value}\n`;
+  return (
+    gauge(
+      LedgerMetricName.discrepancies,
+      'ledger entries and vendor charges that do not match (episodes ledger).',
+      ledgerDiscrepancies(view),
+    ) +
+    gauge(
+      LedgerMetricName.checkedAt,
+      'when episodes ledger last compared the ledger with the vendor billing.',
+      Math.floor(now.getTime() / 1000),
+    )
+  );
+}
+
 export function registerLedgerCommands(program: Command, ctx: CliContext): void {
   program
     .command('ledger')
@@ -110,7 +137,11 @@ export function registerLedgerCommands(program: Command, ctx: CliContext): void 
     .option('--week <week>', 'only this ISO week')
     .option('--no-vendor', 'do not ask the vendor for its billing (no credentials needed)')
     .option('--json', 'machine-readable output')
-    .action(async (opts: { week?: string; vendor: boolean; json?: boolean }) => {
+    .option('--metrics-file <path>', 'also write the check as Prometheus text (textfile collector); needs the vendor')
+    .action(async (opts: { week?: string; vendor: boolean; json?: boolean; metricsFile?: string }) => {
+      if (opts.metricsFile !== undefined && !opts.vendor) {
+        throw new PipelineError(ErrorType.InvalidInput, '--metrics-file needs the vendor billing (drop --no-vendor)');
+      }
       const weekId = opts.week === undefined ? undefined : parseWeekId(opts.week);
       const episodes = await ctx.getStore().listEpisodes({ weekId });
       let billing: Charge[] | null = null;
@@ -121,6 +152,7 @@ export function registerLedgerCommands(program: Command, ctx: CliContext): void 
       const view = buildLedgerView(episodes, billing);
       if (opts.json) printJson(view);
       else printLedger(view);
+      if (opts.metricsFile !== undefined) await writeFileDurable(opts.metricsFile, ledgerMetricsText(view, new Date()));
       const problems = ledgerDiscrepancies(view);
       if (problems > 0) {
         throw new PipelineError(

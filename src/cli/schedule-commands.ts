@@ -2,6 +2,7 @@ import {
   ScheduleAlreadyRunning,
   ScheduleNotFoundError,
   ScheduleOverlapPolicy,
+  type ScheduleDescription,
   type ScheduleOptions,
 } from '@temporalio/client';
 import { createHash } from 'node:crypto';
@@ -87,6 +88,19 @@ export async function ensureWeeklySchedule(
   return 'updated';
 }
 
+/** The schedule's description; a missing schedule is an operator's error with the command that creates it. */
+export async function describeSchedule(client: Client, scheduleId: string): Promise<ScheduleDescription> {
+  try {
+    return await client.schedule.getHandle(scheduleId).describe();
+  } catch (e) {
+    if (e instanceof ScheduleNotFoundError) {
+      const message = `schedule ${scheduleId} does not exist (create it with \`episodes schedule ensure\`)`;
+      throw new PipelineError(ErrorType.InvalidState, message);
+    }
+    throw e;
+  }
+}
+
 export function registerScheduleCommands(program: Command, ctx: CliContext): void {
   const schedule = program.command('schedule').description('the weekly Temporal schedule');
   const idOption = ['--schedule-id <id>', 'schedule id', SCHEDULE_ID] as const;
@@ -110,30 +124,21 @@ export function registerScheduleCommands(program: Command, ctx: CliContext): voi
     .option(...idOption)
     .option('--json', 'machine-readable output')
     .action(async (opts: { scheduleId: string; json?: boolean }) => {
-      const client = await ctx.getClient();
-      try {
-        const d = await client.schedule.getHandle(opts.scheduleId).describe();
-        const view = {
-          schedule_id: d.scheduleId,
-          paused: d.state.paused,
-          next_action_times: d.info.nextActionTimes.map((t) => t.toISOString()),
-          recent_actions: d.info.recentActions.map((a) => ({
-            scheduled_at: a.scheduledAt.toISOString(),
-            workflow_id: a.action.workflow.workflowId,
-          })),
-          running: d.info.runningActions.map((a) => a.workflow.workflowId),
-        };
-        if (opts.json) return printJson(view);
-        console.log(`schedule ${view.schedule_id}${view.paused ? ' (paused)' : ''}`);
-        console.log(`next runs: ${view.next_action_times.join(', ')}`);
-        for (const a of view.recent_actions) console.log(`recent: ${a.scheduled_at} → ${a.workflow_id}`);
-      } catch (e) {
-        if (e instanceof ScheduleNotFoundError) {
-          const message = `schedule ${opts.scheduleId} does not exist (create it with \`episodes schedule ensure\`)`;
-          throw new PipelineError(ErrorType.InvalidState, message);
-        }
-        throw e;
-      }
+      const d = await describeSchedule(await ctx.getClient(), opts.scheduleId);
+      const view = {
+        schedule_id: d.scheduleId,
+        paused: d.state.paused,
+        next_action_times: d.info.nextActionTimes.map((t) => t.toISOString()),
+        recent_actions: d.info.recentActions.map((a) => ({
+          scheduled_at: a.scheduledAt.toISOString(),
+          workflow_id: a.action.workflow.workflowId,
+        })),
+        running: d.info.runningActions.map((a) => a.workflow.workflowId),
+      };
+      if (opts.json) return printJson(view);
+      console.log(`schedule ${view.schedule_id}${view.paused ? ' (paused)' : ''}`);
+      console.log(`next runs: ${view.next_action_times.join(', ')}`);
+      for (const a of view.recent_actions) console.log(`recent: ${a.scheduled_at} → ${a.workflow_id}`);
     });
 
   schedule

@@ -66,7 +66,7 @@ export function untilSignal(): Promise<void> {
   });
 }
 
-function parseInteger(flag: string, raw: string, max = 600_000): number {
+export function parseInteger(flag: string, raw: string, max = 600_000): number {
   const parsed = z.coerce.number().int().min(0).max(max).safeParse(raw);
   if (!parsed.success) throw new PipelineError(ErrorType.InvalidInput, `${flag} must be an integer from 0 to ${max}`);
   return parsed.data;

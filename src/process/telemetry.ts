@@ -36,10 +36,20 @@ export function installTelemetry(config: TelemetryConfig): Logger {
     logger,
     telemetryOptions: {
       logging: { forward: {}, filter: { core: 'WARN', other: 'ERROR' } },
-      ...(config.metricsAddress ? { metrics: { prometheus: { bindAddress: config.metricsAddress } } } : {}),
+      ...(config.metricsAddress ? { metrics: prometheusExporter(config.metricsAddress) } : {}),
     },
   });
   return logger;
+}
+
+/**
+ * Prometheus conventions, so `promtool check metrics` passes on /metrics: counters end in `_total`, histograms carry
+ * their unit and measure seconds (`temporal_activity_execution_latency_seconds`).
+ */
+export function prometheusExporter(bindAddress: string) {
+  return {
+    prometheus: { bindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true },
+  } as const;
 }
 
 /** Logs go to stdout, one line per entry; stderr stays for the one-line fatal error of a failed start. */

@@ -10,7 +10,9 @@ import { Client } from '@temporalio/client';
 import { Runtime, type Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { temporalAllocationRecords } from '../activities/allocation-records';
+import { snakeCaseMetricTags } from '../activities/metrics';
 import { describeWebhook, type ReviewNoticeSettings } from '../activities/review-notice';
+import { SCHEDULE_ID } from '../domain/names';
 import type { PipelineConfig } from './config';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
@@ -19,6 +21,8 @@ import { openStore, prepareStore, storeApplicationName } from '../store/open-sto
 import { connectNativeConnection, describeSettings } from './temporal-connection';
 import { requireNamespaceReady } from './temporal-namespace';
 import { loadReviewNoticeSettings } from './review-notice-config';
+import { clusterGauges, readClusterFacts, setClusterGauges } from './cluster-metrics';
+import { setStateGauges, startPeriodicMetrics, stateGauges, stateMetricsIntervalMs } from './state-metrics';
 import { installTelemetry, loadTelemetryConfig } from './telemetry';
 import { workerCacheOptions } from './worker-cache';
 import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
@@ -92,6 +96,7 @@ export async function createWorker(
       allocationRecords: temporalAllocationRecords(new Client({ connection, namespace: config.temporal.namespace })),
       ...deps,
     }),
+    interceptors: { activity: [snakeCaseMetricTags] },
     ...extra,
   };
   const worker = await createVersionedWorker(options, version, (line) => {
@@ -109,10 +114,36 @@ async function routingOf(connection: NativeConnection, namespace: string, versio
   }
 }
 
+/** The state and cluster gauges (docs/operations.md, "Metrics and logs"), through the Runtime's Prometheus exporter. */
+function startMetricCollectors(
+  o: { config: PipelineConfig; store: EpisodeStore; connection: NativeConnection; deploymentName: string },
+  logger: Logger,
+): () => void {
+  const meter = Runtime.instance().metricMeter;
+  const scope = {
+    namespace: o.config.temporal.namespace,
+    taskQueue: o.config.taskQueue,
+    deploymentName: o.deploymentName,
+    scheduleId: SCHEDULE_ID,
+  };
+  return startPeriodicMetrics(
+    [
+      async () =>
+        setStateGauges(meter, stateGauges(await o.store.listUnfinishedEpisodes(), new Date(), o.config.budgetCents)),
+      async () => setClusterGauges(meter, clusterGauges(await readClusterFacts(o.connection, scope), new Date())),
+    ],
+    stateMetricsIntervalMs(),
+    (message) => {
+      logger.warn(message);
+    },
+  );
+}
+
 /** Runs the worker until a shutdown signal. Only tests open another store (test/helpers/unsafe-worker.ts). */
 export async function runWorker(config: PipelineConfig, openWorkerStoreFn = openWorkerStore): Promise<void> {
   // First: the Runtime (logger, metrics) must exist before any connection.
-  const logger = installTelemetry(loadTelemetryConfig());
+  const telemetry = loadTelemetryConfig();
+  const logger = installTelemetry(telemetry);
   const deps = buildDeps(config, openWorkerStoreFn(), logger);
   // Schema migrations and connectivity now, before polling: a store that is down is waited for (one line per attempt),
   // a misconfigured one fails the start, never the first activity.
@@ -124,10 +155,14 @@ export async function runWorker(config: PipelineConfig, openWorkerStoreFn = open
       `${deps.store.description}`,
   );
   logger.info(`worker: ${describeReviewNotices(deps.reviewNotice)}`);
+  const stopMetrics = telemetry.metricsAddress
+    ? startMetricCollectors({ config, store: deps.store, connection, deploymentName: version.deploymentName }, logger)
+    : () => undefined;
   try {
     // Worker.run() resolves after a shutdown signal (SIGINT, SIGTERM, ...) once in-flight tasks have drained.
     await worker.run();
   } finally {
+    stopMetrics();
     await deps.store.close();
     await connection.close();
   }

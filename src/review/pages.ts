@@ -14,6 +14,7 @@ import {
   waitingSince,
   type ChoiceCost,
 } from './episode-view';
+import { PREVIEW_NOTE, slotLabel, type SlotPreview } from '../cli/preview-commands';
 import { html, page, type SafeHtml } from './html';
 import type { PriceList } from './prices';
 import { spendChart, type WeekSpend } from './spend-chart';
@@ -333,7 +334,7 @@ function remoteJobRows(state: EpisodeState): SafeHtml[] {
 
 export function donePage(
   entries: readonly HistoryEntry[],
-  ctx: { viewer: Viewer; weeks: readonly WeekSpend[]; currency: string },
+  ctx: { viewer: Viewer; weeks: readonly WeekSpend[]; currency: string; next: SlotPreview | string },
 ): SafeHtml {
   const rows = [...entries]
     .sort((a, b) => b.completed_at.localeCompare(a.completed_at))
@@ -353,6 +354,7 @@ export function donePage(
         <h2>Spend per week</h2>
         ${spendChart(ctx.weeks, ctx.currency)}
       </section>
+      ${nextSlotsSection(ctx.next)}
       ${
         rows.length === 0
           ? html`<p>No completed episode yet.</p>`
@@ -360,4 +362,26 @@ export function donePage(
       }`,
     ctx.viewer,
   );
+}
+
+/** `episodes preview` on the Done page: the ids the next runs would take now, or why there is no preview. */
+function nextSlotsSection(next: SlotPreview | string): SafeHtml {
+  if (typeof next === 'string')
+    return html`<section>
+      <h2>Next episodes</h2>
+      <p>${next}</p>
+    </section>`;
+  const rows = next.slots.map(
+    (s) =>
+      html`<tr>
+        <td>${slotLabel(s.slot)}</td>
+        <td>${s.weekId}</td>
+        <td>${s.episodeId ?? 'week full'}</td>
+      </tr>`,
+  );
+  return html`<section>
+    <h2>Next episodes</h2>
+    ${table(['Slot', 'Week', 'Episode id if it ran now'], rows, null)}
+    <p>${PREVIEW_NOTE}</p>
+  </section>`;
 }

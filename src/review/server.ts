@@ -42,6 +42,8 @@ import { isWaiting } from './episode-view';
 import { FailureLimit } from './guards';
 import { isPlayable, mediaKeySchema, mediaResponse, openMedia } from './media';
 import { OidcSignIn } from './oidc';
+import { slotPreview } from '../cli/preview-commands';
+import { SCHEDULE_ID } from '../domain/names';
 import { donePage, episodePage, waitingPage, type DecisionOutcome } from './pages';
 import type { PriceList } from './prices';
 import { DEFAULT_SESSION_SETTINGS, DeskSessions } from './sessions';
@@ -127,7 +129,14 @@ function registerPages(app: FastifyInstance, { o }: Desk): void {
       return { weekId, cents, budgetCents: ofWeek.length * o.budgetCents };
     });
     const currency = entries[0]?.currency ?? 'USD';
-    return sendPage(reply, donePage(entries, { viewer: viewer(req, reply), weeks, currency }));
+    // Temporal down or no schedule: the page still shows, saying why there is no preview.
+    const next = await o
+      .getClient()
+      .then((client) =>
+        slotPreview(client, o.store, { scheduleId: SCHEDULE_ID, slots: 3, fallbackTimezone: o.timeZone }),
+      )
+      .catch((e: unknown) => `No preview: ${e instanceof Error ? e.message : String(e)}`);
+    return sendPage(reply, donePage(entries, { viewer: viewer(req, reply), weeks, currency, next }));
   });
 
   app.get('/episodes/:id', async (req, reply) => {

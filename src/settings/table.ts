@@ -116,6 +116,11 @@ export const SETTINGS = {
       .refine((a) => Number(a.slice(a.lastIndexOf(':') + 1)) <= 65_535, 'port out of range')
       .optional(),
   },
+  EPISODES_STATE_METRICS_INTERVAL_MS: {
+    group: 'worker',
+    meaning: 'how often a worker that exports metrics reads the store and Temporal for the episodes_* gauges',
+    schema: positiveInt(60_000),
+  },
   EPISODES_DEPLOYMENT_NAME: {
     group: 'worker',
     meaning: "the worker's Worker Deployment (one per task queue)",

@@ -9,7 +9,8 @@ import { readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from
 import * as path from 'node:path';
 import { approveSignal, statusQuery } from '../../src/workflows/messages';
 import { createMediaRenderer } from '../../src/vendor-sim/media-render';
-import { productionWorkflowId } from '../../src/domain/names';
+import { SCHEDULE_ID, productionWorkflowId } from '../../src/domain/names';
+import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
 import { openReviewSessions } from '../../src/store/open-store';
 import type { EpisodeId } from '../../src/domain/episode-id';
 import { isoWeekOfInstant } from '../../src/domain/week-id';
@@ -122,7 +123,8 @@ describe('review desk (Chromium)', function () {
   });
 
   it('approve: the page shows the accepted decision and the episode completes', async () => {
-    const id = await h.waitingEpisode('desk-approve');
+    // This week, so that the Done page's preview counts it: a run triggered now takes the next sequence.
+    const id = await h.waitingEpisode('desk-approve', isoWeekOfInstant(new Date(), 'UTC'));
     const { page } = await h.signedIn(await h.reviewers.add('alice'));
     await page.goto(`/episodes/${id}`);
     await page.getByRole('button', { name: 'Approve' }).click();
@@ -133,6 +135,20 @@ describe('review desk (Chromium)', function () {
     await page.goto('/done');
     await page.getByRole('link', { name: id }).waitFor();
     await page.getByRole('img', { name: /Spend per week/ }).waitFor();
+    // `episodes preview` on the Done page: no schedule yet, then a paused one (which never fires).
+    await page.getByText(/No preview: schedule weekly-media does not exist/).waitFor();
+    const note = 'desk test: never runs';
+    await h.env.client.schedule.create(
+      weeklyScheduleOptions({ scheduleId: SCHEDULE_ID, taskQueue: 'desk-no-runs', timezone: 'UTC', pausedNote: note }),
+    );
+    await page.goto('/done');
+    await page.getByRole('heading', { name: 'Next episodes' }).waitFor();
+    const now = page.getByRole('row', { name: /now \(trigger\)/ });
+    const [week, seq] = [id.slice(0, 8), Number(id.slice(9))];
+    assert.equal(week, isoWeekOfInstant(new Date(), 'UTC'));
+    assert.match((await now.textContent()) ?? '', new RegExp(`${week}\\s*${week}-${seq + 1}\\b`));
+    await page.getByText(/Ids are decided when a run starts, by allocation/).waitFor();
+    await h.env.client.schedule.getHandle(SCHEDULE_ID).delete();
     assert.deepEqual(
       (await decisionsOf(id)).map((d) => [d.kind, d.by, d.round, d.channel]),
       [['approve', 'alice', 0, 'desk']],

@@ -27,6 +27,7 @@ import {
   type SpyingCredentials,
 } from '../helpers/deps';
 import { runCli, spawnNode } from '../helpers/processes';
+import { promtool } from '../helpers/promtool';
 import { waitForScheduledRuns } from '../helpers/schedules';
 import { sleep, until } from '../helpers/wait';
 import { capturedLogs } from '../helpers/setup';
@@ -368,8 +369,12 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
         1,
       );
 
-      const before = await runCli(['ledger', '--json'], operatorEnv());
+      const prom = path.join(dir, 'ledger.prom');
+      const before = await runCli(['ledger', '--json', '--metrics-file', prom], operatorEnv());
       assert.equal(before.code, 1, 'the ledger view flags the unrecorded charge');
+      const flagged = await fs.readFile(prom, 'utf8');
+      assert.match(flagged, /^episodes_ledger_discrepancies 1$/m, 'the check as a metric, for EpisodesLedgerMismatch');
+      assert.deepEqual(promtool(['check', 'metrics'], flagged), { code: 0, output: '' });
       assert.deepEqual(
         JSON.parse(before.stdout).reconciliation.unrecorded_charges.map((c: { job_id: string }) => c.job_id),
         [charged[0]!.job_id],
@@ -385,8 +390,10 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
       assert.equal((await h.result()).outcome, 'completed');
     });
     await assertLedgerEqualsBilling(id, ['video', 'cover', 'assembly']);
-    const after = await runCli(['ledger', '--json'], operatorEnv());
+    const prom = path.join(dir, 'ledger.prom');
+    const after = await runCli(['ledger', '--json', '--metrics-file', prom], operatorEnv());
     assert.equal(after.code, 0, after.stderr);
+    assert.match(await fs.readFile(prom, 'utf8'), /^episodes_ledger_discrepancies 0$/m);
     assert.equal(JSON.parse(after.stdout).total_cents, 5300);
   });
 

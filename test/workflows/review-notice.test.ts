@@ -143,7 +143,7 @@ describe('review notices: a webhook per round, at least once, never in the way o
       const sentBySecond = receiver.of(id).length - 1;
       samples = await until('the sends counted', async () => {
         const s = await scrape(metrics);
-        return sumOf(s, 'episodes_review_notices', { outcome: 'sent' }) >= sentBySecond ? s : undefined;
+        return sumOf(s, 'episodes_review_notices_total', { outcome: 'sent' }) >= sentBySecond ? s : undefined;
       });
     } finally {
       second.child.kill('SIGTERM');
@@ -179,8 +179,8 @@ describe('review notices: a webhook per round, at least once, never in the way o
     }
     assert.ok(details.includes(`[${id} on the review desk](${PUBLIC_URL}/episodes/${id})`), details);
     assert.match(details, /Cost so far: \*\*\d+\.\d\d USD\*\* of a 200\.00 USD budget\./);
-    assert.equal(sumOf(samples, 'episodes_review_notices', { outcome: 'sent' }), notices.length - 1);
-    assert.equal(sumOf(samples, 'episodes_review_notices', { outcome: 'failed' }), 0);
+    assert.equal(sumOf(samples, 'episodes_review_notices_total', { outcome: 'sent' }), notices.length - 1);
+    assert.equal(sumOf(samples, 'episodes_review_notices_total', { outcome: 'failed' }), 0);
     assert.ok(out.stdout.includes('review notices to http://127.0.0.1:'), 'the worker says where notices go');
     await assertSecretNowhere([killed, out], [h]);
   });
@@ -225,8 +225,8 @@ describe('review notices: a webhook per round, at least once, never in the way o
       failedSeen = receiver.of(failing).length;
       samples = await until('the failures counted', async () => {
         const s = await scrape(metrics);
-        return sumOf(s, 'episodes_review_notices', { outcome: 'failed' }) >= failedSeen &&
-          sumOf(s, 'episodes_review_notices', { outcome: 'refused' }) >= 1
+        return sumOf(s, 'episodes_review_notices_total', { outcome: 'failed' }) >= failedSeen &&
+          sumOf(s, 'episodes_review_notices_total', { outcome: 'refused' }) >= 1
           ? s
           : undefined;
       });
@@ -239,9 +239,9 @@ describe('review notices: a webhook per round, at least once, never in the way o
     const failing = receiver.of(productions.fail[0]);
     assert.ok(failing.length >= 2, 'a failing webhook is retried');
     assert.ok(failing.every((n) => n.key === reviewNoticeKey(productions.fail[0], 0) && n.answered === 500));
-    assert.equal(sumOf(samples, 'episodes_review_notices', { outcome: 'sent' }), 0);
-    assert.equal(sumOf(samples, 'episodes_review_notices', { outcome: 'refused' }), 1, 'a 4xx is not retried');
-    assert.ok(sumOf(samples, 'episodes_review_notices', { outcome: 'failed' }) >= failedSeen);
+    assert.equal(sumOf(samples, 'episodes_review_notices_total', { outcome: 'sent' }), 0);
+    assert.equal(sumOf(samples, 'episodes_review_notices_total', { outcome: 'refused' }), 1, 'a 4xx is not retried');
+    assert.ok(sumOf(samples, 'episodes_review_notices_total', { outcome: 'failed' }) >= failedSeen);
     assert.ok(out.stdout.includes('failed: HTTP 500, will retry'), 'each failure is logged');
     assert.ok(out.stdout.includes('failed: HTTP 400, not retried'));
     assert.ok(out.stdout.includes('review notice not delivered'), 'the workflow logs a notice it gave up on');
