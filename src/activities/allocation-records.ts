@@ -43,8 +43,8 @@ export interface AllocationRecords {
   keysGiven(episodeId: EpisodeId): Promise<string[]>;
 }
 
-/** Weekly runs still open that have not recorded an episode (yet): their allocation may have answered already. */
 const WEEKLY = 'weeklyEpisodeWorkflow';
+/** Weekly runs still open that have not recorded an episode (yet): their allocation may have answered already. */
 const UNRECORDED_ANSWERS = `WorkflowType = "${WEEKLY}" AND ExecutionStatus = "Running" AND ${EpisodeIdSearchAttribute.name} IS NULL`;
 
 const allocationAnswerSchema = z.object({ episodeId: z.string() });
@@ -80,7 +80,6 @@ export function temporalAllocationRecords(client: Client): AllocationRecords {
         const id = idOfWeek(run.typedSearchAttributes.get(EpisodeIdSearchAttribute), weekId);
         if (id) ids.add(id);
       }
-
       let next = [...ids].reduce((m, id) => Math.max(m, parseEpisodeId(id).sequence), above) + 1;
       for (; next <= MAX_SEQUENCE; next++) {
         const id = formatEpisodeId(weekId, next);
