@@ -14,7 +14,13 @@ export type AuditEvent =
   | { event: 'sign-in'; outcome: 'ok' | 'refused'; method: 'token' | 'oidc'; reviewer?: string; reason?: string }
   | { event: 'sign-out'; reviewer: string }
   | { event: 'session-ended'; reviewer: string; reason: string }
-  | { event: 'request-refused'; reason: 'origin' | 'csrf'; method: string; path: string }
+  | {
+      event: 'request-refused';
+      reason: 'origin' | 'csrf' | 'oidc-callback';
+      method: string;
+      path: string;
+      detail?: string;
+    }
   | {
       event: 'decision';
       channel: 'desk';
