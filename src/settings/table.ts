@@ -335,7 +335,27 @@ export function settingDefault<N extends SettingName>(name: N): SettingValue<N> 
   return SETTINGS[name].schema.parse(undefined) as SettingValue<N>;
 }
 
-/** The Temporal CLI's own profile variables (@temporalio/envconfig) whose values are secrets. */
+/**
+ * The TEMPORAL_* variables whose values may be shown: where and as whom to connect, TLS files and switches, the codec
+ * server's address, and former names of settings that are not secret. Every other one (API key, codec auth, key or
+ * certificate data, gRPC metadata, any variable a later CLI adds) is a secret.
+ */
+const SHOWN_TEMPORAL_VARIABLES = new Set([
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_PROFILE',
+  'TEMPORAL_CONFIG_FILE',
+  'TEMPORAL_TLS',
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_NAME',
+  'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+  'TEMPORAL_CODEC_ENDPOINT',
+  ...SETTING_NAMES.flatMap((n) => (settingRow(n).secret === undefined ? (settingRow(n).formerly ?? []) : [])),
+]);
+
+/** Whether a TEMPORAL_* variable's value is a secret: every one not known to be shown. */
 export function isSecretTemporalVariable(name: string): boolean {
-  return /^TEMPORAL_(API_KEY|TLS_CLIENT_KEY_DATA|TLS_CLIENT_KEY|GRPC_META_.*)$/.test(name);
+  return !SHOWN_TEMPORAL_VARIABLES.has(name);
 }
