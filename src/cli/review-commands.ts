@@ -11,6 +11,7 @@ import { listenProblem, loadDeskSettings } from '../review/desk-settings';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
 import { vendorPriceSource } from '../review/prices';
 import { startReviewDesk } from '../review/server';
+import { checkDeskFiles } from '../review/start-checks';
 import { readSetting } from '../settings/read';
 import { defaultText } from '../settings/reference';
 import { sessionIsCurrent } from '../review/desk';
@@ -57,10 +58,15 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
       const settings = loadDeskSettings();
       const problem = listenProblem(listen.host, settings.publicUrl, opts.insecure === true);
       if (problem !== undefined) throw new PipelineError(ErrorType.InvalidInput, problem);
+      const audit = settings.auditLog === 'stderr' ? AuditLog.toStderr() : AuditLog.toFile(settings.auditLog);
+      const [store, reviewerStore] = [ctx.getStore(), reviewers()];
+      const sessions = openReviewSessions(store);
+      await checkDeskFiles(reviewerStore, sessions);
       const desk = await startReviewDesk({
         ...listen,
-        store: ctx.getStore(),
-        reviewers: reviewers(),
+        store,
+        sessions,
+        reviewers: reviewerStore,
         getClient: () => ctx.getClient(),
         budgetCents: ctx.config.budgetCents,
         // The worker's vendor settings: the URL is checked now, the key read at the first price list.
@@ -71,7 +77,7 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
         tokens: settings.tokens,
         oidc: settings.oidc,
         sessionSettings: settings.sessions,
-        audit: settings.auditLog === 'stderr' ? AuditLog.toStderr() : AuditLog.toFile(settings.auditLog),
+        audit,
         limits: { maxConnections: settings.maxConnections },
       });
       const methods = [settings.tokens ? 'token' : null, settings.oidc ? `oidc (${settings.oidc.issuer.host})` : null];

@@ -3,12 +3,14 @@ import assert from 'node:assert/strict';
 import {
   chmodSync,
   chownSync,
+  mkdirSync,
   mkdtempSync,
   readFileSync,
   renameSync,
   statSync,
   symlinkSync,
   unlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -215,6 +217,51 @@ describe('review desk reviewers', function () {
       chownSync(file, 65534, 65534); // only root can give a file away (CI runs as root)
       assert.throws(() => AuditLog.toFile(file), refusedWith(/owned by uid 65534/));
     }
+  });
+
+  it('review serve refuses to start on a bad reviewers file, audit log or sessions directory, naming the fix', async () => {
+    /** The start's outcome: its exit, or `started` (then stopped) when it came up and listened after all. */
+    const serve = async (env: NodeJS.ProcessEnv = {}) => {
+      const child = spawnNode('src/cli.js', ['--data-dir', dir, 'review', 'serve', '--listen', '127.0.0.1:0'], {
+        EPISODES_DATA_DIR: '',
+        EPISODES_STORE_URL: '',
+        EPISODES_REVIEWERS_FILE: '',
+        ...env,
+      });
+      const done = collect(child);
+      child.stdout?.on('data', (d: Buffer) => d.toString().includes('review desk on') && child.kill('SIGTERM'));
+      const r = await done;
+      return { ...r, started: r.stdout.includes('review desk on') };
+    };
+    assert.equal((await cli('add-reviewer', 'alice')).code, 0);
+    const file = path.join(dir, 'review', 'reviewers.json');
+    chmodSync(file, 0o666);
+    const reviewersBad = await serve();
+    assert.equal(reviewersBad.started, false, 'a reviewers file anyone may write is refused at start');
+    assert.equal(reviewersBad.code, 1);
+    assert.ok(reviewersBad.stderr.includes(`${file} has mode 666; run chmod 600 on it`), reviewersBad.stderr);
+    chmodSync(file, 0o600);
+
+    const auditFile = path.join(dir, 'audit.jsonl');
+    writeFileSync(auditFile, '', { mode: 0o644 });
+    chmodSync(auditFile, 0o644);
+    const auditBad = await serve({ EPISODES_REVIEW_AUDIT_LOG: auditFile });
+    assert.equal(auditBad.started, false);
+    assert.match(auditBad.stderr, /audit log .* has mode 644; run chmod 600/);
+
+    const sessionsDir = path.join(dir, 'review', 'sessions');
+    mkdirSync(sessionsDir, { mode: 0o777 });
+    chmodSync(sessionsDir, 0o777);
+    const sessionsBad = await serve();
+    assert.equal(sessionsBad.started, false);
+    assert.ok(sessionsBad.stderr.includes(`run chmod 700 ${sessionsDir}`), sessionsBad.stderr);
+    chmodSync(sessionsDir, 0o700);
+    writeFileSync(path.join(sessionsDir, `${'a'.repeat(64)}.json`), '{', { mode: 0o600 });
+    const sessionBad = await serve();
+    assert.equal(sessionBad.started, false, 'a corrupt session would fail every sign-in');
+    assert.match(sessionBad.stderr, /cannot start: .*not valid JSON.*move the file named aside/);
+    unlinkSync(path.join(sessionsDir, `${'a'.repeat(64)}.json`));
+    assert.equal((await serve()).started, true, 'once fixed, it starts');
   });
 
   it('review serve listens where told, answers /health, refuses a bad --listen, and stops on SIGTERM', async () => {
