@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { PipelineError, ErrorType } from '../domain/errors';
+import { refuseFailpointsOutsideTests } from '../failpoints';
 import { openReviewSessions } from '../store/open-store';
 import { AuditLog } from '../review/audit-log';
 import { listenProblem, loadDeskSettings } from '../review/desk-settings';
@@ -54,6 +55,7 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
     )
     .option('--insecure', 'allow plain HTTP on a non-loopback address (tokens and cookies then travel in clear)')
     .action(async (opts: { listen?: string; insecure?: boolean }) => {
+      refuseFailpointsOutsideTests();
       const listen = parse('--listen', listenSchema, opts.listen ?? readSetting('EPISODES_REVIEW_LISTEN'));
       const settings = loadDeskSettings();
       const problem = listenProblem(listen.host, settings.publicUrl, opts.insecure === true);

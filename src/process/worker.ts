@@ -21,6 +21,7 @@ import { requireNamespaceReady } from './temporal-namespace';
 import { loadReviewNoticeSettings } from './review-notice-config';
 import { installTelemetry, loadTelemetryConfig } from './telemetry';
 import { workerCacheOptions } from './worker-cache';
+import { refuseFailpointsOutsideTests } from '../failpoints';
 import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
 import {
   createVersionedWorker,
@@ -111,6 +112,7 @@ async function routingOf(connection: NativeConnection, namespace: string, versio
 
 /** Runs the worker until a shutdown signal. Only tests open another store (test/helpers/unsafe-worker.ts). */
 export async function runWorker(config: PipelineConfig, openWorkerStoreFn = openWorkerStore): Promise<void> {
+  refuseFailpointsOutsideTests();
   // First: the Runtime (logger, metrics) must exist before any connection.
   const logger = installTelemetry(loadTelemetryConfig());
   const deps = buildDeps(config, openWorkerStoreFn(), logger);

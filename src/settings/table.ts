@@ -315,8 +315,15 @@ export const SETTINGS = {
   // ---- tests ----
   EPISODES_FAILPOINTS: {
     group: 'tests',
-    meaning: 'fault tests only: where a process dies, throws or stalls (src/failpoints/); unset: none',
+    meaning:
+      'fault tests only: where a process dies, throws or stalls (src/failpoints/); needs EPISODES_TEST_PROCESS; unset: none',
     schema: z.string().optional(),
+  },
+  EPISODES_TEST_PROCESS: {
+    group: 'tests',
+    meaning:
+      'set to 1 by the test runner (test/helpers/setup.ts) alone: without it EPISODES_FAILPOINTS stops the worker and the desk at start, and no failpoint fires',
+    schema: z.enum(['1']).optional(),
   },
 } as const satisfies Record<`EPISODES_${string}`, SettingRow>;
 
