@@ -65,11 +65,13 @@ describe('review desk reviewers', function () {
     assert.equal((await cli('remove-reviewer', 'alice')).code, 2);
   });
 
-  it('a provider user without a verified email decides under its subject, a name no token reviewer may take', async () => {
+  it('a provider user decides under its email, else its subject: names no token reviewer may take', async () => {
     assert.equal(oidcReviewerName('alice@example.org', 'u-1'), 'alice@example.org');
     assert.equal(oidcReviewerName(null, 'u-1'), 'oidc:u-1');
     const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
-    await assert.rejects(reviewers.add('oidc:u-1'), (e) => isPipelineError(e) && e.type === ErrorType.InvalidInput);
+    for (const name of ['oidc:u-1', 'alice@example.org', 'alice@']) {
+      await assert.rejects(reviewers.add(name), (e) => isPipelineError(e) && e.type === ErrorType.InvalidInput, name);
+    }
     assert.deepEqual(reviewers.list(), []);
   });
 
