@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { refuseFailpointsOutsideTests } from '../failpoints';
 import { openReviewSessions } from '../store/open-store';
+import type { ReviewSession } from '../store/review-sessions';
 import { AuditLog } from '../review/audit-log';
 import { listenProblem, loadDeskSettings } from '../review/desk-settings';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
@@ -92,15 +93,25 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
 function registerSessions(review: Command, ctx: CliContext, reviewers: () => ReviewerStore): void {
   review
     .command('sessions')
-    .description('list the open review sessions, or end one with --revoke ID')
+    .description(
+      'list the open review sessions (read-only), end one with --revoke ID, or remove ended ones with --prune',
+    )
     .option('--revoke <id>', 'end the session with this ID (or a unique prefix of 8 or more characters)')
-    .action(async (opts: { revoke?: string }) => {
+    .option('--prune', 'remove the sessions that have ended (by time, or their reviewer removed or rotated)')
+    .action(async (opts: { revoke?: string; prune?: boolean }) => {
       // The desk's own rule: a session past its end, or whose reviewer was removed or rotated, is gone, not listed.
       const settings = loadDeskSettings();
       const sessions = new DeskSessions(openReviewSessions(ctx.getStore()), settings.sessions);
       const oidc = settings.oidc === undefined ? undefined : new OidcSignIn(settings.oidc);
       const store = reviewers();
-      const all = await sessions.live((s) => sessionIsCurrent({ tokens: settings.tokens, reviewers: store }, oidc, s));
+      const isCurrent = (s: ReviewSession) => sessionIsCurrent({ tokens: settings.tokens, reviewers: store }, oidc, s);
+      if (opts.prune) {
+        const ended = await sessions.prune(isCurrent);
+        for (const s of ended) console.log(`session ${sessionHandle(s)} of ${s.reviewer} had ended; removed`);
+        if (ended.length === 0) console.log('no ended sessions');
+        return;
+      }
+      const all = await sessions.live(isCurrent);
       if (opts.revoke === undefined) {
         for (const s of all.sort((a, b) => a.created_at.localeCompare(b.created_at))) {
           console.log(

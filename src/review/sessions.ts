@@ -118,14 +118,16 @@ export class DeskSessions {
     return session;
   }
 
-  /** Every live session; the ones that have ended (by time or identity) are removed on the way, as a request would. */
+  /** Every live session: the ones that have ended (by time or identity) are left out, and left in the store. */
   async live(isCurrent: (s: ReviewSession) => boolean, now = new Date()): Promise<ReviewSession[]> {
-    const live: ReviewSession[] = [];
-    for (const s of await this.store.list()) {
-      if (this.endOf(s, isCurrent, now) === undefined) live.push(s);
-      else await this.store.delete(s.id_sha256);
-    }
-    return live;
+    return (await this.store.list()).filter((s) => this.endOf(s, isCurrent, now) === undefined);
+  }
+
+  /** Removes the sessions that have ended (by time or identity), as a request of theirs would; returns them. */
+  async prune(isCurrent: (s: ReviewSession) => boolean, now = new Date()): Promise<ReviewSession[]> {
+    const ended = (await this.store.list()).filter((s) => this.endOf(s, isCurrent, now) !== undefined);
+    for (const s of ended) await this.store.delete(s.id_sha256);
+    return ended;
   }
 
   async end(id: string | undefined): Promise<void> {

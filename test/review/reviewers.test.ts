@@ -5,6 +5,7 @@ import {
   chownSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   renameSync,
   statSync,
@@ -119,6 +120,13 @@ describe('review desk reviewers', function () {
       const afterRemoval = await cli('sessions');
       assert.equal(afterRemoval.code, 0, afterRemoval.stderr);
       assert.doesNotMatch(afterRemoval.stdout, / {2}dave {2}/);
+      // Listing is read-only: the ended session is still in the store until --prune removes it.
+      const sessionFiles = () => readdirSync(path.join(dir, 'review', 'sessions')).filter((f) => f.endsWith('.json'));
+      assert.equal(sessionFiles().length, 1, 'dave’s session');
+      const pruned = await cli('sessions', '--prune');
+      assert.equal(pruned.code, 0, pruned.stderr);
+      assert.match(pruned.stdout, /^session [0-9a-f]{16} of dave had ended; removed$/m);
+      assert.equal(sessionFiles().length, 0);
       const ended = audit.map((l) => JSON.parse(l) as { event: string; reviewer?: string; reason?: string });
       assert.deepEqual(
         ended.filter((e) => e.event === 'session-ended').map((e) => [e.reviewer, e.reason]),
