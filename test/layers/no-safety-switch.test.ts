@@ -4,12 +4,13 @@
  * process die or stall) stop the worker and the desk at start outside a test run.
  */
 import assert from 'node:assert/strict';
-import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { openStore } from '../../src/store/open-store';
 import { collect, spawnNode } from '../helpers/processes';
+import { sourceFiles } from '../helpers/source-files';
 import { REPO_ROOT } from '../helpers/temporal';
 
 /** The test-only switches src/ once read, set as a mistaken production environment would. */
@@ -19,13 +20,6 @@ const FORMER_SWITCHES = {
   EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS: '1',
   EPISODES_UNSAFE_IGNORE_MIGRATION_PREFLIGHT_FOR_TESTS: '1',
 };
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    return e.isDirectory() ? sourceFiles(p) : e.name.endsWith('.ts') ? [p] : [];
-  });
-}
 
 describe('no production switch turns a protection off', () => {
   it('src/ names no test-only switch (UNSAFE, ForTests, FOR_TESTS)', () => {
