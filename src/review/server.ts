@@ -44,7 +44,7 @@ import { isPlayable, mediaKeySchema, mediaResponse, openMedia } from './media';
 import { OidcSignIn } from './oidc';
 import { donePage, episodePage, waitingPage, type DecisionOutcome } from './pages';
 import type { PriceList } from './prices';
-import { DEFAULT_SESSION_SETTINGS, DeskSessions } from './sessions';
+import { DEFAULT_SESSION_SETTINGS, DeskSessions, deskCookies } from './sessions';
 import { registerSignIn } from './sign-in-routes';
 import type { WeekSpend } from './spend-chart';
 
@@ -91,6 +91,7 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
     limit: new FailureLimit(limit.max, limit.timeWindowMs),
     https,
     cookie: { path: '/', httpOnly: true, secure: https ? true : 'auto' },
+    names: deskCookies(https),
   };
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody);

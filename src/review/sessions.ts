@@ -11,9 +11,26 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ReviewSession, ReviewSessionStore } from '../store/review-sessions';
 
-export const SESSION_COOKIE = 'episodes_review_session';
+const SESSION_COOKIE = 'episodes_review_session';
 /** The pre-session: the sign-in form's CSRF key and the OIDC transaction's key. */
-export const SIGN_IN_COOKIE = 'episodes_review_sign_in';
+const SIGN_IN_COOKIE = 'episodes_review_sign_in';
+
+/** The desk's two cookies: their names, and the path of the sign-in cookie. */
+export interface DeskCookies {
+  session: string;
+  signIn: string;
+  signInPath: '/' | '/sign-in';
+}
+
+/**
+ * Under an https public URL the names carry `__Host-`: a browser then keeps such a cookie only if it is Secure, for
+ * Path=/ and without Domain, so neither plain http nor a sibling host of the same site can set or shadow it.
+ */
+export function deskCookies(https: boolean): DeskCookies {
+  return https
+    ? { session: `__Host-${SESSION_COOKIE}`, signIn: `__Host-${SIGN_IN_COOKIE}`, signInPath: '/' }
+    : { session: SESSION_COOKIE, signIn: SIGN_IN_COOKIE, signInPath: '/sign-in' };
+}
 const ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** last_seen_at is written at most this often per session (the idle end is exact to within this). */
 const TOUCH_EVERY_MS = 60_000;

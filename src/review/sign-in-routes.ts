@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { audit, csrfOk, notFound, pathOf, preSession, refused, sendPage, signInAgain, type Desk } from './desk';
 import { OidcBusy, OidcNoSignIn, OidcRefusal } from './oidc';
 import { TOKEN_PATTERN } from './reviewers';
-import { SESSION_COOKIE, SIGN_IN_COOKIE, isSecretId, secretDigest, type NewSession } from './sessions';
+import { isSecretId, secretDigest, type NewSession } from './sessions';
 import { signedInPage } from './sign-in-page';
 
 const signInBody = z.object({ token: z.string().max(200), _csrf: z.string().max(200) });
@@ -45,9 +45,9 @@ export function registerSignIn(app: FastifyInstance, desk: Desk): void {
 
   app.post('/sign-out', async (req, reply) => {
     if (!csrfOk(desk, req, 'session')) return refused(req, reply, 'The form was not this session’s; reload the page.');
-    await desk.sessions.end(req.cookies[SESSION_COOKIE]);
+    await desk.sessions.end(req.cookies[desk.names.session]);
     audit(desk, req, { event: 'sign-out', reviewer: req.deskSession!.record.reviewer });
-    reply.clearCookie(SESSION_COOKIE, desk.cookie);
+    reply.clearCookie(desk.names.session, desk.cookie);
     return reply.redirect('/sign-in', 303);
   });
 
@@ -74,7 +74,7 @@ function registerOidc(app: FastifyInstance, desk: Desk): void {
 
   app.get('/sign-in/oidc/callback', async (req, reply) => {
     if (desk.oidc === undefined) return notFound(req, reply);
-    const pre = req.cookies[SIGN_IN_COOKIE];
+    const pre = req.cookies[desk.names.signIn];
     // Another site's image, or a callback without this browser's sign-in: answered, counted against nobody.
     if (!topLevelNavigation(req)) return callbackRefused(desk, req, reply, 'not a page load in a tab');
     if (!isSecretId(pre)) return callbackRefused(desk, req, reply, 'no sign-in cookie');
@@ -122,19 +122,19 @@ async function startSession(
   reply: FastifyReply,
   who: Omit<NewSession, 'client_ip' | 'user_agent'>,
 ): Promise<void> {
-  await desk.sessions.end(req.cookies[SESSION_COOKIE]);
+  await desk.sessions.end(req.cookies[desk.names.session]);
   const { id, session } = await desk.sessions.create({
     ...who,
     client_ip: req.ip.slice(0, 64),
     user_agent: (req.headers['user-agent'] ?? '').slice(0, 256),
   });
   audit(desk, req, { event: 'sign-in', outcome: 'ok', method: who.method, reviewer: who.reviewer }, session);
-  reply.setCookie(SESSION_COOKIE, id, {
+  reply.setCookie(desk.names.session, id, {
     ...desk.cookie,
     sameSite: 'strict',
     maxAge: Math.floor(desk.sessions.settings.absoluteMs / 1000),
   });
-  reply.clearCookie(SIGN_IN_COOKIE, { ...desk.cookie, path: '/sign-in' });
+  reply.clearCookie(desk.names.signIn, { ...desk.cookie, path: desk.names.signInPath });
 }
 
 function limited(desk: Desk, req: FastifyRequest, method: 'token' | 'oidc'): boolean {

@@ -20,6 +20,7 @@ import { AuditLog } from '../../src/review/audit-log';
 import { oidcReviewerName } from '../../src/review/oidc';
 import { ReviewerStore, TOKEN_PATTERN } from '../../src/review/reviewers';
 import { buildReviewDesk } from '../../src/review/server';
+import { deskCookies } from '../../src/review/sessions';
 import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { collect, runCli, spawnNode } from '../helpers/processes';
@@ -169,6 +170,43 @@ describe('review desk reviewers', function () {
       assert.match(String(direct.headers['permissions-policy']), /camera=\(\)/);
     } finally {
       await Promise.all([tls.close(), plain.close()]);
+    }
+  });
+
+  it('under an https public URL both cookies are __Host- cookies (Secure, Path=/); the plain names open nothing', async () => {
+    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
+    const app = await buildReviewDesk({
+      store: new FileEpisodeStore(dir),
+      reviewers,
+      getClient: () => Promise.reject(new Error('no Temporal')),
+      budgetCents: 20_000,
+      timeZone: 'UTC',
+      audit: new AuditLog(() => undefined),
+      publicUrl: new URL('https://review.example.org/'),
+    });
+    try {
+      const form = await app.inject({ method: 'GET', url: '/sign-in' });
+      const pre = form.cookies.find((c) => c.name === '__Host-episodes_review_sign_in');
+      assert.deepEqual([pre?.secure, pre?.path], [true, '/'], JSON.stringify(form.cookies));
+      const names = deskCookies(true);
+      const alice = await injectSignIn(app, await reviewers.add('alice'), {
+        names,
+        origin: 'https://review.example.org',
+      });
+      assert.deepEqual([alice.session.secure, alice.session.path], [true, '/']);
+      assert.equal((await alice.get('/')).statusCode, 200);
+      const plain = await app.inject({
+        method: 'GET',
+        url: '/',
+        cookies: { episodes_review_session: alice.session.value },
+      });
+      assert.equal(
+        plain.headers.location,
+        '/sign-in',
+        'a cookie without the prefix (set over http, or by a sibling host)',
+      );
+    } finally {
+      await app.close();
     }
   });
 
