@@ -36,6 +36,15 @@ describe('review desk reviewers', function () {
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'reviewers-'));
   });
+  /** A desk on this test's data dir, without Temporal, its audit log dropped. */
+  const deskOptions = (reviewers: ReviewerStore) => ({
+    store: new FileEpisodeStore(dir),
+    reviewers,
+    getClient: () => Promise.reject(new Error('no Temporal in this test')),
+    budgetCents: 20_000,
+    timeZone: 'UTC',
+    audit: new AuditLog(() => undefined),
+  });
 
   it('add-reviewer prints the token once and stores only its sha256, in a 0600 file under the data dir', async () => {
     const added = await cli('add-reviewer', 'alice');
@@ -80,14 +89,7 @@ describe('review desk reviewers', function () {
   it('a session is bound to its token: removing or rotating the reviewer ends it at the next request', async () => {
     const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
     const audit: string[] = [];
-    const app = await buildReviewDesk({
-      store: new FileEpisodeStore(dir),
-      reviewers,
-      getClient: () => Promise.reject(new Error('no Temporal in this test')),
-      budgetCents: 20_000,
-      timeZone: 'UTC',
-      audit: new AuditLog((line) => audit.push(line)),
-    });
+    const app = await buildReviewDesk({ ...deskOptions(reviewers), audit: new AuditLog((line) => audit.push(line)) });
     try {
       const bob = await injectSignIn(app, await reviewers.add('bob'));
       assert.equal(bob.session.httpOnly, true);
@@ -142,15 +144,7 @@ describe('review desk reviewers', function () {
   });
 
   it('behind a TLS front (X-Forwarded-Proto from a trusted proxy) the cookies are Secure; HSTS only then', async () => {
-    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
-    const options = {
-      store: new FileEpisodeStore(dir),
-      reviewers,
-      getClient: () => Promise.reject(new Error('no Temporal')),
-      budgetCents: 20_000,
-      timeZone: 'UTC',
-      audit: new AuditLog(() => undefined),
-    };
+    const options = deskOptions(new ReviewerStore(path.join(dir, 'review', 'reviewers.json')));
     const tls = await buildReviewDesk({ ...options, trustProxy: ['127.0.0.1'] });
     const plain = await buildReviewDesk(options);
     try {
@@ -175,15 +169,7 @@ describe('review desk reviewers', function () {
 
   it('under an https public URL both cookies are __Host- cookies (Secure, Path=/); the plain names open nothing', async () => {
     const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
-    const app = await buildReviewDesk({
-      store: new FileEpisodeStore(dir),
-      reviewers,
-      getClient: () => Promise.reject(new Error('no Temporal')),
-      budgetCents: 20_000,
-      timeZone: 'UTC',
-      audit: new AuditLog(() => undefined),
-      publicUrl: new URL('https://review.example.org/'),
-    });
+    const app = await buildReviewDesk({ ...deskOptions(reviewers), publicUrl: new URL('https://review.example.org/') });
     try {
       const form = await app.inject({ method: 'GET', url: '/sign-in' });
       const pre = form.cookies.find((c) => c.name === '__Host-episodes_review_sign_in');
