@@ -61,7 +61,10 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
       const settings = loadDeskSettings();
       const problem = listenProblem(listen.host, settings.publicUrl, opts.insecure === true);
       if (problem !== undefined) throw new PipelineError(ErrorType.InvalidInput, problem);
-      const audit = settings.auditLog === 'stderr' ? AuditLog.toStderr() : AuditLog.toFile(settings.auditLog);
+      const audit =
+        settings.auditLog === 'stderr'
+          ? AuditLog.toStderr()
+          : AuditLog.toFile(settings.auditLog, settings.auditLogMaxBytes);
       const [store, reviewerStore] = [ctx.getStore(), reviewers()];
       const sessions = openReviewSessions(store);
       await checkDeskFiles(reviewerStore, sessions);

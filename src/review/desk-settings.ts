@@ -31,6 +31,7 @@ export interface DeskSettings {
   trustProxy: number | string[] | false;
   /** `stderr`, or a file to append to. */
   auditLog: string;
+  auditLogMaxBytes: number;
   maxConnections: number;
   publicUrl?: URL;
 }
@@ -52,6 +53,7 @@ const DESK_SETTINGS = [
   'EPISODES_REVIEW_MAX_SESSIONS',
   'EPISODES_REVIEW_TRUST_PROXY',
   'EPISODES_REVIEW_AUDIT_LOG',
+  'EPISODES_REVIEW_AUDIT_LOG_MAX_MB',
   'EPISODES_REVIEW_MAX_CONNECTIONS',
 ] as const;
 type DeskEnv = ReturnType<typeof readSettings<(typeof DESK_SETTINGS)[number]>>;
@@ -84,6 +86,7 @@ export function loadDeskSettings(env: NodeJS.ProcessEnv = process.env): DeskSett
     },
     trustProxy: parseTrustProxy(e.EPISODES_REVIEW_TRUST_PROXY),
     auditLog: e.EPISODES_REVIEW_AUDIT_LOG,
+    auditLogMaxBytes: e.EPISODES_REVIEW_AUDIT_LOG_MAX_MB * 1024 * 1024,
     maxConnections: e.EPISODES_REVIEW_MAX_CONNECTIONS,
     publicUrl,
   };

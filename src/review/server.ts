@@ -97,6 +97,7 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
   await app.register(fastifyFormbody);
   await app.register(fastifyStatic, { root: ASSETS, prefix: '/assets/', index: false, list: false });
   registerHooks(app, desk);
+  app.addHook('onClose', () => Promise.resolve(desk.audit.flush()));
   registerSignIn(app, desk);
   registerPages(app, desk);
   registerDecisions(app, desk);

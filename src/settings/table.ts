@@ -265,6 +265,11 @@ export const SETTINGS = {
     meaning: "the desk's audit log (sign-ins, failed ones too, and decisions): `stderr` or a file (created 0600)",
     schema: z.string().default('stderr'),
   },
+  EPISODES_REVIEW_AUDIT_LOG_MAX_MB: {
+    group: 'review',
+    meaning: 'an audit log file past this size becomes `<file>.1` (the one before is dropped) and a new one is started',
+    schema: positiveInt(100),
+  },
   EPISODES_REVIEW_MAX_CONNECTIONS: {
     group: 'review',
     meaning: 'open connections to the desk at most',

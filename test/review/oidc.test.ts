@@ -202,8 +202,12 @@ describe('review desk OIDC sign-in (Chromium, oidc-provider)', function () {
       await other.getByLabel('Token').fill(token);
       await other.getByRole('button', { name: 'Sign in', exact: true }).click();
       await other.getByRole('heading', { name: 'Waiting for a decision' }).waitFor();
-      const forgedSeen = audit.slice(from).filter((e) => e.event === 'request-refused' && e.reason === 'oidc-callback');
-      assert.equal(forgedSeen.length, 11, 'ten images and one link reached the desk');
+      const since = audit.slice(from);
+      assert.ok(
+        since.some((e) => e.event === 'request-refused' && e.reason === 'oidc-callback'),
+        'they reached it',
+      );
+      assert.deepEqual(refusalsSince(from), [], 'none counted as a failed sign-in');
     } finally {
       await attacker.close();
       await startDesk();
