@@ -18,6 +18,7 @@ import { readSetting } from '../settings/read';
 import { defaultText } from '../settings/reference';
 import { sessionIsCurrent } from '../review/desk';
 import { OidcSignIn } from '../review/oidc';
+import { loadSessionKey, sessionKeyFile } from '../review/session-key';
 import { DeskSessions, sessionHandle } from '../review/sessions';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
@@ -104,9 +105,10 @@ function registerSessions(review: Command, ctx: CliContext, reviewers: () => Rev
     .action(async (opts: { revoke?: string; prune?: boolean }) => {
       // The desk's own rule: a session past its end, or whose reviewer was removed or rotated, is gone, not listed.
       const settings = loadDeskSettings();
-      const sessions = new DeskSessions(openReviewSessions(ctx.getStore()), settings.sessions);
-      const oidc = settings.oidc === undefined ? undefined : new OidcSignIn(settings.oidc);
       const store = reviewers();
+      const key = loadSessionKey(sessionKeyFile(store.file));
+      const sessions = new DeskSessions(openReviewSessions(ctx.getStore()), settings.sessions, key);
+      const oidc = settings.oidc === undefined ? undefined : new OidcSignIn(settings.oidc);
       const isCurrent = (s: ReviewSession) => sessionIsCurrent({ tokens: settings.tokens, reviewers: store }, oidc, s);
       if (opts.prune) {
         const ended = await sessions.prune(isCurrent);

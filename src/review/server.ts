@@ -45,6 +45,7 @@ import { OidcSignIn } from './oidc';
 import { donePage, episodePage, waitingPage, type DecisionOutcome } from './pages';
 import type { PriceList } from './prices';
 import { DEFAULT_SESSION_SETTINGS, DeskSessions, deskCookies } from './sessions';
+import { loadSessionKey, sessionKeyFile } from './session-key';
 import { registerSignIn } from './sign-in-routes';
 import type { WeekSpend } from './spend-chart';
 
@@ -82,10 +83,11 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
   const limit = o.signInLimit ?? { max: 10, timeWindowMs: 5 * 60_000 };
   const desk: Desk = {
     o,
-    sessions: new DeskSessions(o.sessions ?? openReviewSessions(o.store), {
-      ...DEFAULT_SESSION_SETTINGS,
-      ...o.sessionSettings,
-    }),
+    sessions: new DeskSessions(
+      o.sessions ?? openReviewSessions(o.store),
+      { ...DEFAULT_SESSION_SETTINGS, ...o.sessionSettings },
+      loadSessionKey(sessionKeyFile(o.reviewers.file)),
+    ),
     oidc: o.oidc ? new OidcSignIn(o.oidc) : undefined,
     audit: o.audit ?? AuditLog.toStderr(),
     limit: new FailureLimit(limit.max, limit.timeWindowMs),

@@ -54,7 +54,7 @@ export type NewSession = Pick<
   'reviewer' | 'method' | 'identity' | 'email' | 'groups' | 'client_ip' | 'user_agent'
 >;
 
-export type SessionEnd = 'idle' | 'expired' | 'identity';
+export type SessionEnd = 'idle' | 'expired' | 'identity' | 'integrity';
 
 export function newSecretId(): string {
   return randomBytes(32).toString('base64url');
@@ -84,10 +84,26 @@ export function csrfMatches(secretId: string | undefined, purpose: 'session' | '
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** The record's MAC under the desk's session key: every field but last_seen_at (which `touch` moves), keys sorted. */
+export function sessionMac(key: Buffer, s: ReviewSession): string {
+  const signed = Object.entries(s)
+    .filter(([k]) => k !== 'mac' && k !== 'last_seen_at')
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+  return createHmac('sha256', key).update(JSON.stringify(signed)).digest('hex');
+}
+
+function macMatches(key: Buffer, s: ReviewSession): boolean {
+  const expected = Buffer.from(sessionMac(key, s), 'hex');
+  const given = Buffer.from(s.mac ?? '', 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 export class DeskSessions {
   constructor(
     readonly store: ReviewSessionStore,
-    readonly settings: SessionSettings = DEFAULT_SESSION_SETTINGS,
+    readonly settings: SessionSettings,
+    /** The desk's session key (session-key.ts). */
+    private readonly key: Buffer,
   ) {}
 
   /** A new session; its id (for the cookie only) and its record. */
@@ -101,6 +117,7 @@ export class DeskSessions {
       last_seen_at: now.toISOString(),
       expires_at: new Date(now.getTime() + this.settings.absoluteMs).toISOString(),
     };
+    session.mac = sessionMac(this.key, session);
     await this.store.create(session, {
       maxSessions: this.settings.maxSessions,
       maxPerIdentity: this.settings.maxPerIdentity,
@@ -152,6 +169,8 @@ export class DeskSessions {
   }
 
   private endOf(s: ReviewSession, isCurrent: (s: ReviewSession) => boolean, now: Date): SessionEnd | undefined {
+    // Made or changed by someone without the key (a store writer), or before records carried a MAC.
+    if (!macMatches(this.key, s)) return 'integrity';
     if (Date.parse(s.expires_at) <= now.getTime()) return 'expired';
     if (Date.parse(s.last_seen_at) + this.settings.idleMs <= now.getTime()) return 'idle';
     return isCurrent(s) ? undefined : 'identity';

@@ -4,6 +4,7 @@
  * OIDC secret). No Temporal: nothing here reaches a decision.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, promises as fs, statSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -95,12 +96,11 @@ describe('review desk hardening (sockets, sessions, settings)', function () {
   });
 
   it('a session ends after its idle time, and at its absolute end however busy it is', async () => {
-    const sessions = new DeskSessions(openReviewSessions(new FileEpisodeStore(dir)), {
-      idleMs: 30 * 60_000,
-      absoluteMs: 90 * 60_000,
-      maxSessions: 10,
-      maxPerIdentity: 5,
-    });
+    const sessions = new DeskSessions(
+      openReviewSessions(new FileEpisodeStore(dir)),
+      { idleMs: 30 * 60_000, absoluteMs: 90 * 60_000, maxSessions: 10, maxPerIdentity: 5 },
+      randomBytes(32),
+    );
     const t0 = Date.parse('2026-08-03T09:00:00Z');
     const at = (min: number) => new Date(t0 + min * 60_000);
     const who: NewSession = {

@@ -20,9 +20,10 @@ import { AuditLog } from '../../src/review/audit-log';
 import { oidcReviewerName } from '../../src/review/oidc';
 import { ReviewerStore, TOKEN_PATTERN } from '../../src/review/reviewers';
 import { buildReviewDesk } from '../../src/review/server';
-import { deskCookies } from '../../src/review/sessions';
+import { deskCookies, newSecretId, secretDigest } from '../../src/review/sessions';
 import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
+import { openReviewSessions } from '../../src/store/open-store';
 import { collect, runCli, spawnNode } from '../helpers/processes';
 import { until } from '../helpers/wait';
 import { injectSignIn } from './inject';
@@ -36,6 +37,13 @@ describe('review desk reviewers', function () {
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'reviewers-'));
   });
+  /** A desk on this test's data dir, its reviewers and its audit log's lines. */
+  const auditedDesk = async () => {
+    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
+    const audit: string[] = [];
+    const app = await buildReviewDesk({ ...deskOptions(reviewers), audit: new AuditLog((line) => audit.push(line)) });
+    return { reviewers, audit, app };
+  };
   /** A desk on this test's data dir, without Temporal, its audit log dropped. */
   const deskOptions = (reviewers: ReviewerStore) => ({
     store: new FileEpisodeStore(dir),
@@ -87,9 +95,7 @@ describe('review desk reviewers', function () {
   });
 
   it('a session is bound to its token: removing or rotating the reviewer ends it at the next request', async () => {
-    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
-    const audit: string[] = [];
-    const app = await buildReviewDesk({ ...deskOptions(reviewers), audit: new AuditLog((line) => audit.push(line)) });
+    const { reviewers, audit, app } = await auditedDesk();
     try {
       const bob = await injectSignIn(app, await reviewers.add('bob'));
       assert.equal(bob.session.httpOnly, true);
@@ -138,6 +144,35 @@ describe('review desk reviewers', function () {
           ['carol', 'identity'],
         ],
       );
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a session record made up or altered by a store writer (no desk key) signs no one in', async () => {
+    const { reviewers, audit, app } = await auditedDesk();
+    try {
+      const alice = await injectSignIn(app, await reviewers.add('alice'));
+      const bob = await injectSignIn(app, await reviewers.add('bob'));
+      assert.equal((await alice.get('/')).statusCode, 200);
+      assert.equal(statSync(path.join(dir, 'review', 'session-key')).mode & 0o777, 0o600);
+      // A store writer (a worker host's database role, with PostgreSQL) copies alice's record under an id it knows.
+      const store = openReviewSessions(new FileEpisodeStore(dir));
+      const records = await store.list();
+      const ofAlice = records.find((r) => r.reviewer === 'alice')!;
+      const forgedId = newSecretId();
+      const bounds = { maxSessions: 100, maxPerIdentity: 100, now: new Date(), idleCutoff: new Date(0) };
+      await store.create({ ...ofAlice, id_sha256: secretDigest(forgedId) }, bounds);
+      const forged = await app.inject({ method: 'GET', url: '/', cookies: { episodes_review_session: forgedId } });
+      assert.equal(forged.headers.location, '/sign-in', 'a made-up record');
+      // ... and turns bob's own session into alice's.
+      const ofBob = records.find((r) => r.reviewer === 'bob')!;
+      await store.delete(ofBob.id_sha256);
+      await store.create({ ...ofBob, reviewer: 'alice', identity: ofAlice.identity }, bounds);
+      assert.equal((await bob.get('/')).headers.location, '/sign-in', 'an altered record');
+      assert.equal((await alice.get('/')).statusCode, 200, 'the desk’s own record still works');
+      const ended = audit.map((l) => JSON.parse(l) as { event: string; reason?: string });
+      assert.equal(ended.filter((e) => e.event === 'session-ended' && e.reason === 'integrity').length, 2);
     } finally {
       await app.close();
     }
