@@ -38,6 +38,11 @@ const TOUCH_EVERY_MS = 60_000;
 export interface SessionSettings {
   idleMs: number;
   absoluteMs: number;
+  /**
+   * An OIDC session's absolute end, when sooner: the provider is asked again only at the next sign-in (a click while
+   * the user's provider session lasts), so this bounds how long someone removed there keeps access.
+   */
+  oidcAbsoluteMs: number;
   maxSessions: number;
   maxPerIdentity: number;
 }
@@ -45,6 +50,7 @@ export interface SessionSettings {
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   idleMs: 30 * 60_000,
   absoluteMs: 12 * 60 * 60_000,
+  oidcAbsoluteMs: 15 * 60_000,
   maxSessions: 1_000,
   maxPerIdentity: 10,
 };
@@ -115,7 +121,7 @@ export class DeskSessions {
       ...n,
       created_at: now.toISOString(),
       last_seen_at: now.toISOString(),
-      expires_at: new Date(now.getTime() + this.settings.absoluteMs).toISOString(),
+      expires_at: new Date(now.getTime() + this.lifetimeMs(n.method)).toISOString(),
     };
     session.mac = sessionMac(this.key, session);
     await this.store.create(session, {
@@ -166,6 +172,12 @@ export class DeskSessions {
 
   async end(id: string | undefined): Promise<void> {
     if (isSecretId(id)) await this.store.delete(secretDigest(id));
+  }
+
+  /** How long a session of this sign-in method lasts at most. */
+  lifetimeMs(method: ReviewSession['method']): number {
+    const { absoluteMs, oidcAbsoluteMs } = this.settings;
+    return method === 'oidc' ? Math.min(absoluteMs, oidcAbsoluteMs) : absoluteMs;
   }
 
   private endOf(s: ReviewSession, isCurrent: (s: ReviewSession) => boolean, now: Date): SessionEnd | undefined {

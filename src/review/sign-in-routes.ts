@@ -132,7 +132,7 @@ async function startSession(
   reply.setCookie(desk.names.session, id, {
     ...desk.cookie,
     sameSite: 'strict',
-    maxAge: Math.floor(desk.sessions.settings.absoluteMs / 1000),
+    maxAge: Math.floor(desk.sessions.lifetimeMs(who.method) / 1000),
   });
   reply.clearCookie(desk.names.signIn, { ...desk.cookie, path: desk.names.signInPath });
 }

@@ -255,6 +255,12 @@ export const SETTINGS = {
     meaning: 'a desk session ends this long after sign-in, used or not',
     schema: positiveInt(12 * 60 * 60_000),
   },
+  EPISODES_REVIEW_OIDC_SESSION_MS: {
+    group: 'review',
+    meaning:
+      'an OIDC session ends this long after sign-in (or at the absolute end, if sooner): how long a user removed at the provider keeps access',
+    schema: positiveInt(15 * 60_000),
+  },
   EPISODES_REVIEW_MAX_SESSIONS: {
     group: 'review',
     meaning: 'open desk sessions kept at most (the oldest go first)',
