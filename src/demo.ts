@@ -8,12 +8,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client, ScheduleAlreadyRunning, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
 import { type DemoSettings, loadConfig, loadDemoSettings, loadSimulatorSettings } from './process/config';
 import { parseEpisodeId } from './domain/episode-id';
+import { ErrorType, PipelineError } from './domain/errors';
 import { formatMoney } from './domain/money';
 import { SCHEDULE_ID, decisionUpdateId } from './domain/names';
 import { FileEpisodeStore } from './store/file-store';
@@ -21,7 +24,8 @@ import { staticCredentialsLoader } from './vendor-api/credentials';
 import { startVendorSimulator } from './vendor-sim/simulator';
 import { parseListenAddress } from './cli/review-commands';
 import { vendorPriceSource, type PriceSource } from './review/prices';
-import { ReviewerStore, reviewersFile } from './review/reviewers';
+import { listenProblem } from './review/desk-settings';
+import { ReviewerStore } from './review/reviewers';
 import { startReviewDesk } from './review/server';
 import { connectClient } from './process/temporal-connection';
 import { installTelemetry, loadTelemetryConfig } from './process/telemetry';
@@ -191,17 +195,25 @@ interface DemoDesk {
   close(): Promise<void>;
 }
 
-/** The review desk for `--interactive`: a fresh token for the demo's reviewer (a token is only ever shown once). */
+/**
+ * The review desk for `--interactive`, under the same listen rule as `review serve`. Its one reviewer lives in a
+ * reviewers file of its own in a temporary folder, removed when the desk closes or the process exits: the reviewers
+ * file of the environment is never touched.
+ */
 async function startDemoDesk(
   store: FileEpisodeStore,
   getClient: () => Promise<Client>,
   config: Config,
   desk: { publicUrl?: URL; prices: PriceSource; listen: string },
 ): Promise<DemoDesk> {
-  const reviewers = new ReviewerStore(reviewersFile(store.dataDir));
-  if (reviewers.exists(DEMO_REVIEWER)) await reviewers.remove(DEMO_REVIEWER);
-  const token = await reviewers.add(DEMO_REVIEWER);
   const listen = parseListenAddress(desk.listen, 'EPISODES_REVIEW_LISTEN');
+  const problem = listenProblem(listen.host, desk.publicUrl, false);
+  if (problem !== undefined) throw new PipelineError(ErrorType.InvalidInput, problem);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'episodes-demo-desk-'));
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  process.once('exit', removeDir);
+  const reviewers = new ReviewerStore(path.join(dir, 'reviewers.json'));
+  const token = await reviewers.add(DEMO_REVIEWER);
   const started = await startReviewDesk({
     ...listen,
     store,
@@ -212,7 +224,11 @@ async function startDemoDesk(
     publicUrl: desk.publicUrl,
     prices: desk.prices,
   });
-  return { url: started.url, token, close: () => started.close() };
+  const close = async () => {
+    await started.close();
+    removeDir();
+  };
+  return { url: started.url, token, close };
 }
 
 async function poll<T>(what: string, find: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {

@@ -5,16 +5,20 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { PipelineError, ErrorType } from '../domain/errors';
+import { refuseFailpointsOutsideTests } from '../failpoints';
 import { openReviewSessions } from '../store/open-store';
+import type { ReviewSession } from '../store/review-sessions';
 import { AuditLog } from '../review/audit-log';
 import { listenProblem, loadDeskSettings } from '../review/desk-settings';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
 import { vendorPriceSource } from '../review/prices';
 import { startReviewDesk } from '../review/server';
+import { checkDeskFiles } from '../review/start-checks';
 import { readSetting } from '../settings/read';
 import { defaultText } from '../settings/reference';
 import { sessionIsCurrent } from '../review/desk';
 import { OidcSignIn } from '../review/oidc';
+import { loadSessionKey, sessionKeyFile } from '../review/session-key';
 import { DeskSessions, sessionHandle } from '../review/sessions';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
@@ -53,14 +57,23 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
     )
     .option('--insecure', 'allow plain HTTP on a non-loopback address (tokens and cookies then travel in clear)')
     .action(async (opts: { listen?: string; insecure?: boolean }) => {
+      refuseFailpointsOutsideTests();
       const listen = parse('--listen', listenSchema, opts.listen ?? readSetting('EPISODES_REVIEW_LISTEN'));
       const settings = loadDeskSettings();
       const problem = listenProblem(listen.host, settings.publicUrl, opts.insecure === true);
       if (problem !== undefined) throw new PipelineError(ErrorType.InvalidInput, problem);
+      const audit =
+        settings.auditLog === 'stderr'
+          ? AuditLog.toStderr()
+          : AuditLog.toFile(settings.auditLog, settings.auditLogMaxBytes);
+      const [store, reviewerStore] = [ctx.getStore(), reviewers()];
+      const sessions = openReviewSessions(store);
+      await checkDeskFiles(reviewerStore, sessions);
       const desk = await startReviewDesk({
         ...listen,
-        store: ctx.getStore(),
-        reviewers: reviewers(),
+        store,
+        sessions,
+        reviewers: reviewerStore,
         getClient: () => ctx.getClient(),
         budgetCents: ctx.config.budgetCents,
         // The worker's vendor settings: the URL is checked now, the key read at the first price list.
@@ -71,7 +84,7 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
         tokens: settings.tokens,
         oidc: settings.oidc,
         sessionSettings: settings.sessions,
-        audit: settings.auditLog === 'stderr' ? AuditLog.toStderr() : AuditLog.toFile(settings.auditLog),
+        audit,
         limits: { maxConnections: settings.maxConnections },
       });
       const methods = [settings.tokens ? 'token' : null, settings.oidc ? `oidc (${settings.oidc.issuer.host})` : null];
@@ -84,15 +97,26 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
 function registerSessions(review: Command, ctx: CliContext, reviewers: () => ReviewerStore): void {
   review
     .command('sessions')
-    .description('list the open review sessions, or end one with --revoke ID')
+    .description(
+      'list the open review sessions (read-only), end one with --revoke ID, or remove ended ones with --prune',
+    )
     .option('--revoke <id>', 'end the session with this ID (or a unique prefix of 8 or more characters)')
-    .action(async (opts: { revoke?: string }) => {
+    .option('--prune', 'remove the sessions that have ended (by time, or their reviewer removed or rotated)')
+    .action(async (opts: { revoke?: string; prune?: boolean }) => {
       // The desk's own rule: a session past its end, or whose reviewer was removed or rotated, is gone, not listed.
       const settings = loadDeskSettings();
-      const sessions = new DeskSessions(openReviewSessions(ctx.getStore()), settings.sessions);
-      const oidc = settings.oidc === undefined ? undefined : new OidcSignIn(settings.oidc);
       const store = reviewers();
-      const all = await sessions.live((s) => sessionIsCurrent({ tokens: settings.tokens, reviewers: store }, oidc, s));
+      const key = loadSessionKey(sessionKeyFile(store.file));
+      const sessions = new DeskSessions(openReviewSessions(ctx.getStore()), settings.sessions, key);
+      const oidc = settings.oidc === undefined ? undefined : new OidcSignIn(settings.oidc);
+      const isCurrent = (s: ReviewSession) => sessionIsCurrent({ tokens: settings.tokens, reviewers: store }, oidc, s);
+      if (opts.prune) {
+        const ended = await sessions.prune(isCurrent);
+        for (const s of ended) console.log(`session ${sessionHandle(s)} of ${s.reviewer} had ended; removed`);
+        if (ended.length === 0) console.log('no ended sessions');
+        return;
+      }
+      const all = await sessions.live(isCurrent);
       if (opts.revoke === undefined) {
         for (const s of all.sort((a, b) => a.created_at.localeCompare(b.created_at))) {
           console.log(

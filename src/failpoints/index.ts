@@ -1,6 +1,7 @@
 /**
  * Failpoints: named places at durable steps where tests make a process die, throw or stall.
- * Off unless EPISODES_FAILPOINTS names a point, e.g. `allocation.index-written=kill,submission.accepted=delay:500`.
+ * Off unless EPISODES_FAILPOINTS names a point, e.g. `allocation.index-written=kill,submission.accepted=delay:500`, in
+ * a process of a test run (EPISODES_TEST_PROCESS, set by test/helpers/setup.ts).
  * When the variable is unset `failpoint()` is a single map lookup on an empty map.
  *
  * Actions: `kill` (SIGKILL this process), `stop` (SIGSTOP: frozen until someone sends SIGCONT), `throw` (a plain Error),
@@ -86,8 +87,20 @@ export class FailpointError extends Error {
   }
 }
 
+/**
+ * A production process must not die or stall on request: EPISODES_FAILPOINTS without the test runner's marker
+ * (EPISODES_TEST_PROCESS) stops the worker and the desk at start. Elsewhere (the CLI) the failpoints stay inert.
+ */
+export function refuseFailpointsOutsideTests(env: NodeJS.ProcessEnv = process.env): void {
+  if (!readSetting('EPISODES_FAILPOINTS', env) || readSetting('EPISODES_TEST_PROCESS', env) !== undefined) return;
+  throw new PipelineError(
+    ErrorType.InvalidInput,
+    'EPISODES_FAILPOINTS is set: it makes this process die or stall on purpose and is for test runs only; unset it',
+  );
+}
+
 export async function failpoint(name: FailpointName): Promise<void> {
-  rules ??= parseFailpoints(readSetting('EPISODES_FAILPOINTS'));
+  rules ??= parseFailpoints(readSetting('EPISODES_TEST_PROCESS') ? readSetting('EPISODES_FAILPOINTS') : undefined);
   if (rules.size === 0) return;
   const rule = rules.get(name);
   if (!rule) return;

@@ -278,8 +278,16 @@ export async function countPinnedRuns(
   version: WorkerDeploymentVersion,
 ): Promise<number> {
   const query =
-    `TemporalWorkerDeploymentVersion = '${versionName(version)}' AND ` +
+    `TemporalWorkerDeploymentVersion = ${visibilityString(versionName(version))} AND ` +
     `TemporalWorkflowVersioningBehavior = 'Pinned' AND ExecutionStatus = 'Running'`;
   const r = await connection.workflowService.countWorkflowExecutions({ namespace, query });
   return Number(r.count?.toString() ?? 0);
+}
+
+/**
+ * A string literal of a visibility query: backslashes and quotes escaped. `deploy status` counts runs for each version
+ * the server lists, and a worker elsewhere may have registered any build id there.
+ */
+export function visibilityString(value: string): string {
+  return `'${value.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 }

@@ -25,6 +25,7 @@ import { clusterGauges, readClusterFacts, setClusterGauges } from './cluster-met
 import { setStateGauges, startPeriodicMetrics, stateGauges, stateMetricsIntervalMs } from './state-metrics';
 import { installTelemetry, loadTelemetryConfig } from './telemetry';
 import { workerCacheOptions } from './worker-cache';
+import { refuseFailpointsOutsideTests } from '../failpoints';
 import { resolveWorkflowSource, workflowSourceOptions } from './workflow-bundle';
 import {
   createVersionedWorker,
@@ -141,6 +142,7 @@ function startMetricCollectors(
 
 /** Runs the worker until a shutdown signal. Only tests open another store (test/helpers/unsafe-worker.ts). */
 export async function runWorker(config: PipelineConfig, openWorkerStoreFn = openWorkerStore): Promise<void> {
+  refuseFailpointsOutsideTests();
   // First: the Runtime (logger, metrics) must exist before any connection.
   const telemetry = loadTelemetryConfig();
   const logger = installTelemetry(telemetry);

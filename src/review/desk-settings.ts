@@ -31,6 +31,7 @@ export interface DeskSettings {
   trustProxy: number | string[] | false;
   /** `stderr`, or a file to append to. */
   auditLog: string;
+  auditLogMaxBytes: number;
   maxConnections: number;
   publicUrl?: URL;
 }
@@ -49,9 +50,11 @@ const DESK_SETTINGS = [
   'EPISODES_REVIEW_OIDC_GROUPS_CLAIM',
   'EPISODES_REVIEW_SESSION_IDLE_MS',
   'EPISODES_REVIEW_SESSION_ABSOLUTE_MS',
+  'EPISODES_REVIEW_OIDC_SESSION_MS',
   'EPISODES_REVIEW_MAX_SESSIONS',
   'EPISODES_REVIEW_TRUST_PROXY',
   'EPISODES_REVIEW_AUDIT_LOG',
+  'EPISODES_REVIEW_AUDIT_LOG_MAX_MB',
   'EPISODES_REVIEW_MAX_CONNECTIONS',
 ] as const;
 type DeskEnv = ReturnType<typeof readSettings<(typeof DESK_SETTINGS)[number]>>;
@@ -80,10 +83,12 @@ export function loadDeskSettings(env: NodeJS.ProcessEnv = process.env): DeskSett
       ...DEFAULT_SESSION_SETTINGS,
       idleMs: e.EPISODES_REVIEW_SESSION_IDLE_MS,
       absoluteMs: e.EPISODES_REVIEW_SESSION_ABSOLUTE_MS,
+      oidcAbsoluteMs: e.EPISODES_REVIEW_OIDC_SESSION_MS,
       maxSessions: e.EPISODES_REVIEW_MAX_SESSIONS,
     },
     trustProxy: parseTrustProxy(e.EPISODES_REVIEW_TRUST_PROXY),
     auditLog: e.EPISODES_REVIEW_AUDIT_LOG,
+    auditLogMaxBytes: e.EPISODES_REVIEW_AUDIT_LOG_MAX_MB * 1024 * 1024,
     maxConnections: e.EPISODES_REVIEW_MAX_CONNECTIONS,
     publicUrl,
   };

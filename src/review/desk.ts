@@ -17,13 +17,12 @@ import { errorPage, type Viewer } from './pages';
 import type { PriceSource } from './prices';
 import type { ReviewerStore } from './reviewers';
 import {
-  SESSION_COOKIE,
-  SIGN_IN_COOKIE,
   csrfMatches,
   csrfToken,
   isSecretId,
   newSecretId,
   sessionHandle,
+  type DeskCookies,
   type DeskSessions,
   type SessionSettings,
 } from './sessions';
@@ -94,6 +93,7 @@ export interface Desk {
   limit: FailureLimit;
   https: boolean;
   cookie: { path: '/'; httpOnly: true; secure: true | 'auto' };
+  names: DeskCookies;
 }
 
 export function registerHooks(app: FastifyInstance, desk: Desk): void {
@@ -108,7 +108,7 @@ export function registerHooks(app: FastifyInstance, desk: Desk): void {
       audit(desk, req, { event: 'request-refused', reason: 'origin', method: req.method, path: pathOf(req) });
       return refused(req, reply, 'This request did not come from the desk’s own pages.');
     }
-    const id = req.cookies[SESSION_COOKIE];
+    const id = req.cookies[desk.names.session];
     const record = await desk.sessions.lookup(
       id,
       (s) => sessionIsCurrent(desk.o, desk.oidc, s),
@@ -144,7 +144,7 @@ export function sessionIsCurrent(
 
 /** The CSRF check of a POST: the form's token must be the one derived from this request's session (or pre-session). */
 export function csrfOk(desk: Desk, req: FastifyRequest, purpose: 'session' | 'sign-in'): boolean {
-  const secret = purpose === 'session' ? req.deskSession?.id : req.cookies[SIGN_IN_COOKIE];
+  const secret = purpose === 'session' ? req.deskSession?.id : req.cookies[desk.names.signIn];
   const ok = csrfMatches(secret, purpose, csrfField.safeParse(req.body).data?._csrf);
   if (!ok) audit(desk, req, { event: 'request-refused', reason: 'csrf', method: req.method, path: pathOf(req) });
   return ok;
@@ -152,11 +152,16 @@ export function csrfOk(desk: Desk, req: FastifyRequest, purpose: 'session' | 'si
 
 /** The browser's pre-session id (the sign-in cookie), made and set when it has none. */
 export function preSession(desk: Desk, req: FastifyRequest, reply: FastifyReply): string {
-  const current = req.cookies[SIGN_IN_COOKIE];
+  const current = req.cookies[desk.names.signIn];
   if (isSecretId(current)) return current;
   const id = newSecretId();
   // Lax, not Strict: it must come back on the provider's redirect to the callback (a cross-site navigation).
-  reply.setCookie(SIGN_IN_COOKIE, id, { ...desk.cookie, path: '/sign-in', sameSite: 'lax', maxAge: 3600 });
+  reply.setCookie(desk.names.signIn, id, {
+    ...desk.cookie,
+    path: desk.names.signInPath,
+    sameSite: 'lax',
+    maxAge: 3600,
+  });
   return id;
 }
 

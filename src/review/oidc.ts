@@ -31,26 +31,33 @@ export interface Pending {
 }
 
 /**
- * Sign-ins under way, by pre-session key: each lasts PENDING_MS; at most MAX_PENDING, and at most
- * MAX_PENDING_PER_ADDRESS from one address, whose oldest goes first, so one address can only push out its own.
+ * Sign-ins under way, by pre-session key: each lasts PENDING_MS; at most MAX_PENDING_PER_ADDRESS from one address,
+ * whose oldest goes first, and at most MAX_PENDING in all, past which new ones are refused: no address can push out
+ * another's.
  */
 export class PendingSignIns {
   private readonly byKey = new Map<string, Pending>();
 
-  add(key: string, p: Pending): void {
+  /** False when the table is full (the sign-in is refused, nothing is pushed out). */
+  add(key: string, p: Pending): boolean {
     this.byKey.delete(key);
     for (const [k, old] of this.byKey) if (p.startedAt - old.startedAt > PENDING_MS) this.byKey.delete(k);
     const own = [...this.byKey].filter(([, old]) => old.address === p.address);
     if (own.length >= MAX_PENDING_PER_ADDRESS) this.byKey.delete(own[0]![0]);
-    else if (this.byKey.size >= MAX_PENDING) this.byKey.delete(this.byKey.keys().next().value!);
+    else if (this.byKey.size >= MAX_PENDING) return false;
     this.byKey.set(key, p);
+    return true;
   }
 
-  /** The transaction of this key, once: a second callback finds none. */
-  take(key: string, now: number): Pending | undefined {
+  /**
+   * The transaction of this key, once: a second callback finds none. Only an answer carrying its `state` takes it, so
+   * a forged callback (another site's link, which the browser sends with the sign-in cookie) leaves it in place.
+   */
+  take(key: string, state: string, now: number): Pending | undefined {
     const p = this.byKey.get(key);
+    if (p === undefined || p.state !== state) return undefined;
     this.byKey.delete(key);
-    return p !== undefined && now - p.startedAt <= PENDING_MS ? p : undefined;
+    return now - p.startedAt <= PENDING_MS ? p : undefined;
   }
 }
 
@@ -68,6 +75,15 @@ export function oidcReviewerName(verifiedEmail: string | null, sub: string): str
 /** A refused sign-in, with the reason for the audit log (the page says less). */
 export class OidcRefusal extends Error {}
 
+/**
+ * A callback that finished no sign-in of this browser (none under way, or not with the answer's state): anyone's page
+ * can send one, so it counts against nobody's sign-in limit.
+ */
+export class OidcNoSignIn extends Error {}
+
+/** A sign-in not started: the table of sign-ins under way is full. */
+export class OidcBusy extends Error {}
+
 export class OidcSignIn {
   private lib?: Promise<OpenIdClient>;
   private config?: Promise<Configuration>;
@@ -79,7 +95,7 @@ export class OidcSignIn {
     this.label = settings.issuer.host;
   }
 
-  /** The provider's authorization URL for a new transaction of this pre-session. */
+  /** The provider's authorization URL for a new transaction of this pre-session, or an OidcBusy. */
   async start(preKey: string, address: string, now = Date.now()): Promise<URL> {
     const [oidc, config] = [await this.openIdClient(), await this.configuration()];
     const p: Pending = {
@@ -89,7 +105,7 @@ export class OidcSignIn {
       startedAt: now,
       address,
     };
-    this.pending.add(preKey, p);
+    if (!this.pending.add(preKey, p)) throw new OidcBusy('too many sign-ins under way');
     return oidc.buildAuthorizationUrl(config, {
       redirect_uri: this.settings.redirectUrl.href,
       scope: this.settings.scopes,
@@ -102,8 +118,9 @@ export class OidcSignIn {
 
   /** The reviewer the provider's answer (the callback's query) signs in, or an OidcRefusal. */
   async finish(preKey: string, query: string, now = Date.now()): Promise<Omit<NewSession, 'client_ip' | 'user_agent'>> {
-    const p = this.pending.take(preKey, now);
-    if (p === undefined) throw new OidcRefusal('no sign-in in progress in this browser');
+    const state = new URLSearchParams(query).get('state') ?? '';
+    const p = this.pending.take(preKey, state, now);
+    if (p === undefined) throw new OidcNoSignIn('no sign-in in progress in this browser with that state');
     const [oidc, config] = [await this.openIdClient(), await this.configuration()];
     const current = new URL(this.settings.redirectUrl);
     current.search = query;

@@ -49,7 +49,8 @@ function checkPrivate(fd: number, file: string, what: string): void {
   const st = fs.fstatSync(fd);
   if (!st.isFile()) throw refused(what, file, 'is not a regular file');
   const uid = process.geteuid?.();
-  if (uid !== undefined && st.uid !== uid) throw refused(what, file, `is owned by uid ${st.uid}, not by ${uid}`);
+  if (uid !== undefined && st.uid !== uid)
+    throw refused(what, file, `is owned by uid ${st.uid}, not by ${uid}; run chown ${uid} on it`);
   if ((st.mode & 0o077) !== 0) {
     throw refused(what, file, `has mode ${(st.mode & 0o777).toString(8)}; run chmod 600 on it`);
   }

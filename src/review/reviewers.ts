@@ -50,11 +50,7 @@ export class ReviewerStore {
 
   /** Adds a reviewer and returns their token: the only time it exists outside the reviewer's hands. */
   async add(name: string, at = new Date()): Promise<string> {
-    const problem =
-      approverProblem(name) ??
-      (name.startsWith(OIDC_NAME_PREFIX)
-        ? `names starting with ${OIDC_NAME_PREFIX} belong to sign-in users`
-        : undefined);
+    const problem = tokenNameProblem(name);
     if (problem !== undefined) throw new PipelineError(ErrorType.InvalidInput, problem);
     return this.change((current) => {
       if (current.reviewers.some((r) => r.name === name)) {
@@ -121,6 +117,14 @@ export class ReviewerStore {
       return result;
     });
   }
+}
+
+/** Why `name` cannot be a token reviewer's: the names of provider users (`oidc:…`, emails) are theirs alone. */
+function tokenNameProblem(name: string): string | undefined {
+  if (name.startsWith(OIDC_NAME_PREFIX)) return `names starting with ${OIDC_NAME_PREFIX} belong to sign-in users`;
+  // A provider user decides under their email: a token reviewer named like one would pass for them.
+  if (name.includes('@')) return 'names with @ are email addresses, which belong to sign-in users';
+  return approverProblem(name);
 }
 
 function newToken(name: string, at: Date) {

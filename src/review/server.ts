@@ -46,7 +46,8 @@ import { slotPreview } from '../cli/preview-commands';
 import { SCHEDULE_ID } from '../domain/names';
 import { donePage, episodePage, waitingPage, type DecisionOutcome } from './pages';
 import type { PriceList } from './prices';
-import { DEFAULT_SESSION_SETTINGS, DeskSessions } from './sessions';
+import { DEFAULT_SESSION_SETTINGS, DeskSessions, deskCookies } from './sessions';
+import { loadSessionKey, sessionKeyFile } from './session-key';
 import { registerSignIn } from './sign-in-routes';
 import type { WeekSpend } from './spend-chart';
 
@@ -84,20 +85,23 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
   const limit = o.signInLimit ?? { max: 10, timeWindowMs: 5 * 60_000 };
   const desk: Desk = {
     o,
-    sessions: new DeskSessions(o.sessions ?? openReviewSessions(o.store), {
-      ...DEFAULT_SESSION_SETTINGS,
-      ...o.sessionSettings,
-    }),
+    sessions: new DeskSessions(
+      o.sessions ?? openReviewSessions(o.store),
+      { ...DEFAULT_SESSION_SETTINGS, ...o.sessionSettings },
+      loadSessionKey(sessionKeyFile(o.reviewers.file)),
+    ),
     oidc: o.oidc ? new OidcSignIn(o.oidc) : undefined,
     audit: o.audit ?? AuditLog.toStderr(),
     limit: new FailureLimit(limit.max, limit.timeWindowMs),
     https,
     cookie: { path: '/', httpOnly: true, secure: https ? true : 'auto' },
+    names: deskCookies(https),
   };
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody);
   await app.register(fastifyStatic, { root: ASSETS, prefix: '/assets/', index: false, list: false });
   registerHooks(app, desk);
+  app.addHook('onClose', () => Promise.resolve(desk.audit.flush()));
   registerSignIn(app, desk);
   registerPages(app, desk);
   registerDecisions(app, desk);

@@ -11,9 +11,26 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ReviewSession, ReviewSessionStore } from '../store/review-sessions';
 
-export const SESSION_COOKIE = 'episodes_review_session';
+const SESSION_COOKIE = 'episodes_review_session';
 /** The pre-session: the sign-in form's CSRF key and the OIDC transaction's key. */
-export const SIGN_IN_COOKIE = 'episodes_review_sign_in';
+const SIGN_IN_COOKIE = 'episodes_review_sign_in';
+
+/** The desk's two cookies: their names, and the path of the sign-in cookie. */
+export interface DeskCookies {
+  session: string;
+  signIn: string;
+  signInPath: '/' | '/sign-in';
+}
+
+/**
+ * Under an https public URL the names carry `__Host-`: a browser then keeps such a cookie only if it is Secure, for
+ * Path=/ and without Domain, so neither plain http nor a sibling host of the same site can set or shadow it.
+ */
+export function deskCookies(https: boolean): DeskCookies {
+  return https
+    ? { session: `__Host-${SESSION_COOKIE}`, signIn: `__Host-${SIGN_IN_COOKIE}`, signInPath: '/' }
+    : { session: SESSION_COOKIE, signIn: SIGN_IN_COOKIE, signInPath: '/sign-in' };
+}
 const ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** last_seen_at is written at most this often per session (the idle end is exact to within this). */
 const TOUCH_EVERY_MS = 60_000;
@@ -21,6 +38,11 @@ const TOUCH_EVERY_MS = 60_000;
 export interface SessionSettings {
   idleMs: number;
   absoluteMs: number;
+  /**
+   * An OIDC session's absolute end, when sooner: the provider is asked again only at the next sign-in (a click while
+   * the user's provider session lasts), so this bounds how long someone removed there keeps access.
+   */
+  oidcAbsoluteMs: number;
   maxSessions: number;
   maxPerIdentity: number;
 }
@@ -28,6 +50,7 @@ export interface SessionSettings {
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = {
   idleMs: 30 * 60_000,
   absoluteMs: 12 * 60 * 60_000,
+  oidcAbsoluteMs: 15 * 60_000,
   maxSessions: 1_000,
   maxPerIdentity: 10,
 };
@@ -37,7 +60,7 @@ export type NewSession = Pick<
   'reviewer' | 'method' | 'identity' | 'email' | 'groups' | 'client_ip' | 'user_agent'
 >;
 
-export type SessionEnd = 'idle' | 'expired' | 'identity';
+export type SessionEnd = 'idle' | 'expired' | 'identity' | 'integrity';
 
 export function newSecretId(): string {
   return randomBytes(32).toString('base64url');
@@ -67,10 +90,26 @@ export function csrfMatches(secretId: string | undefined, purpose: 'session' | '
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** The record's MAC under the desk's session key: every field but last_seen_at (which `touch` moves), keys sorted. */
+export function sessionMac(key: Buffer, s: ReviewSession): string {
+  const signed = Object.entries(s)
+    .filter(([k]) => k !== 'mac' && k !== 'last_seen_at')
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+  return createHmac('sha256', key).update(JSON.stringify(signed)).digest('hex');
+}
+
+function macMatches(key: Buffer, s: ReviewSession): boolean {
+  const expected = Buffer.from(sessionMac(key, s), 'hex');
+  const given = Buffer.from(s.mac ?? '', 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 export class DeskSessions {
   constructor(
     readonly store: ReviewSessionStore,
-    readonly settings: SessionSettings = DEFAULT_SESSION_SETTINGS,
+    readonly settings: SessionSettings,
+    /** The desk's session key (session-key.ts). */
+    private readonly key: Buffer,
   ) {}
 
   /** A new session; its id (for the cookie only) and its record. */
@@ -82,8 +121,9 @@ export class DeskSessions {
       ...n,
       created_at: now.toISOString(),
       last_seen_at: now.toISOString(),
-      expires_at: new Date(now.getTime() + this.settings.absoluteMs).toISOString(),
+      expires_at: new Date(now.getTime() + this.lifetimeMs(n.method)).toISOString(),
     };
+    session.mac = sessionMac(this.key, session);
     await this.store.create(session, {
       maxSessions: this.settings.maxSessions,
       maxPerIdentity: this.settings.maxPerIdentity,
@@ -118,21 +158,31 @@ export class DeskSessions {
     return session;
   }
 
-  /** Every live session; the ones that have ended (by time or identity) are removed on the way, as a request would. */
+  /** Every live session: the ones that have ended (by time or identity) are left out, and left in the store. */
   async live(isCurrent: (s: ReviewSession) => boolean, now = new Date()): Promise<ReviewSession[]> {
-    const live: ReviewSession[] = [];
-    for (const s of await this.store.list()) {
-      if (this.endOf(s, isCurrent, now) === undefined) live.push(s);
-      else await this.store.delete(s.id_sha256);
-    }
-    return live;
+    return (await this.store.list()).filter((s) => this.endOf(s, isCurrent, now) === undefined);
+  }
+
+  /** Removes the sessions that have ended (by time or identity), as a request of theirs would; returns them. */
+  async prune(isCurrent: (s: ReviewSession) => boolean, now = new Date()): Promise<ReviewSession[]> {
+    const ended = (await this.store.list()).filter((s) => this.endOf(s, isCurrent, now) !== undefined);
+    for (const s of ended) await this.store.delete(s.id_sha256);
+    return ended;
   }
 
   async end(id: string | undefined): Promise<void> {
     if (isSecretId(id)) await this.store.delete(secretDigest(id));
   }
 
+  /** How long a session of this sign-in method lasts at most. */
+  lifetimeMs(method: ReviewSession['method']): number {
+    const { absoluteMs, oidcAbsoluteMs } = this.settings;
+    return method === 'oidc' ? Math.min(absoluteMs, oidcAbsoluteMs) : absoluteMs;
+  }
+
   private endOf(s: ReviewSession, isCurrent: (s: ReviewSession) => boolean, now: Date): SessionEnd | undefined {
+    // Made or changed by someone without the key (a store writer), or before records carried a MAC.
+    if (!macMatches(this.key, s)) return 'integrity';
     if (Date.parse(s.expires_at) <= now.getTime()) return 'expired';
     if (Date.parse(s.last_seen_at) + this.settings.idleMs <= now.getTime()) return 'idle';
     return isCurrent(s) ? undefined : 'identity';

@@ -260,6 +260,12 @@ export const SETTINGS = {
     meaning: 'a desk session ends this long after sign-in, used or not',
     schema: positiveInt(12 * 60 * 60_000),
   },
+  EPISODES_REVIEW_OIDC_SESSION_MS: {
+    group: 'review',
+    meaning:
+      'an OIDC session ends this long after sign-in (or at the absolute end, if sooner): how long a user removed at the provider keeps access',
+    schema: positiveInt(15 * 60_000),
+  },
   EPISODES_REVIEW_MAX_SESSIONS: {
     group: 'review',
     meaning: 'open desk sessions kept at most (the oldest go first)',
@@ -269,6 +275,11 @@ export const SETTINGS = {
     group: 'review',
     meaning: "the desk's audit log (sign-ins, failed ones too, and decisions): `stderr` or a file (created 0600)",
     schema: z.string().default('stderr'),
+  },
+  EPISODES_REVIEW_AUDIT_LOG_MAX_MB: {
+    group: 'review',
+    meaning: 'an audit log file past this size becomes `<file>.1` (the one before is dropped) and a new one is started',
+    schema: positiveInt(100),
   },
   EPISODES_REVIEW_MAX_CONNECTIONS: {
     group: 'review',
@@ -320,8 +331,15 @@ export const SETTINGS = {
   // ---- tests ----
   EPISODES_FAILPOINTS: {
     group: 'tests',
-    meaning: 'fault tests only: where a process dies, throws or stalls (src/failpoints/); unset: none',
+    meaning:
+      'fault tests only: where a process dies, throws or stalls (src/failpoints/); needs EPISODES_TEST_PROCESS; unset: none',
     schema: z.string().optional(),
+  },
+  EPISODES_TEST_PROCESS: {
+    group: 'tests',
+    meaning:
+      'set to 1 by the test runner (test/helpers/setup.ts) alone: without it EPISODES_FAILPOINTS stops the worker and the desk at start, and no failpoint fires',
+    schema: z.enum(['1']).optional(),
   },
 } as const satisfies Record<`EPISODES_${string}`, SettingRow>;
 
@@ -340,7 +358,27 @@ export function settingDefault<N extends SettingName>(name: N): SettingValue<N> 
   return SETTINGS[name].schema.parse(undefined) as SettingValue<N>;
 }
 
-/** The Temporal CLI's own profile variables (@temporalio/envconfig) whose values are secrets. */
+/**
+ * The TEMPORAL_* variables whose values may be shown: where and as whom to connect, TLS files and switches, the codec
+ * server's address, and former names of settings that are not secret. Every other one (API key, codec auth, key or
+ * certificate data, gRPC metadata, any variable a later CLI adds) is a secret.
+ */
+const SHOWN_TEMPORAL_VARIABLES = new Set([
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_PROFILE',
+  'TEMPORAL_CONFIG_FILE',
+  'TEMPORAL_TLS',
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_NAME',
+  'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+  'TEMPORAL_CODEC_ENDPOINT',
+  ...SETTING_NAMES.flatMap((n) => (settingRow(n).secret === undefined ? (settingRow(n).formerly ?? []) : [])),
+]);
+
+/** Whether a TEMPORAL_* variable's value is a secret: every one not known to be shown. */
 export function isSecretTemporalVariable(name: string): boolean {
-  return /^TEMPORAL_(API_KEY|TLS_CLIENT_KEY_DATA|TLS_CLIENT_KEY|GRPC_META_.*)$/.test(name);
+  return !SHOWN_TEMPORAL_VARIABLES.has(name);
 }

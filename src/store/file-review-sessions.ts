@@ -1,12 +1,14 @@
 /**
  * The file store's review sessions: `<data dir>/review/sessions/<sha256 of the id>.json` (0600, written atomically
  * and durably). Every change is made under the directory's lock (the store's DirectoryLock), so a `touch` racing a
- * revocation by the CLI cannot bring the revoked session back, and `create` keeps the bounds across processes.
+ * revocation by the CLI cannot bring the revoked session back, and `create` keeps the bounds across processes. Each
+ * write is staged in the lock holder's fence (lock-fence.ts), as the episodes' files are: a desk frozen inside `touch`
+ * past the lock's stale time cannot rename its copy back over a revocation made meanwhile.
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { ensureDirDurable, fsyncDir, readJsonFile, storageError, writeJsonDurable } from '../files/durable-fs';
-import { DirectoryLock } from './pipeline-lock';
+import { ensureDirDurable, fsyncDir, jsonText, readJsonFile, stageFile, storageError } from '../files/durable-fs';
+import { DirectoryLock, type LockGuard } from './pipeline-lock';
 import {
   SESSION_DIGEST,
   reviewSessionSchema,
@@ -32,10 +34,10 @@ export class FileReviewSessions implements ReviewSessionStore {
   }
 
   async create(session: ReviewSession, bounds: SessionBounds): Promise<void> {
-    await this.changing(async () => {
+    await this.changing(async (guard) => {
       const all = await this.list();
       for (const id of sessionsToRemove(all, session.identity, bounds)) await this.unlink(id);
-      await writeJsonDurable(this.file(session.id_sha256), reviewSessionSchema.parse(session));
+      await writeFenced(this.file(session.id_sha256), reviewSessionSchema.parse(session), guard);
     });
   }
 
@@ -45,10 +47,10 @@ export class FileReviewSessions implements ReviewSessionStore {
   }
 
   async touch(idSha256: string, at: Date): Promise<void> {
-    await this.changing(async () => {
+    await this.changing(async (guard) => {
       const current = await this.get(idSha256);
       if (current === undefined) return;
-      await writeJsonDurable(this.file(idSha256), { ...current, last_seen_at: at.toISOString() });
+      await writeFenced(this.file(idSha256), { ...current, last_seen_at: at.toISOString() }, guard);
     });
   }
 
@@ -78,7 +80,7 @@ export class FileReviewSessions implements ReviewSessionStore {
     return path.join(this.dir, `${idSha256}.json`);
   }
 
-  private async changing<T>(body: () => Promise<T>): Promise<T> {
+  private async changing<T>(body: (guard: LockGuard) => Promise<T>): Promise<T> {
     await ensureDirDurable(this.dir);
     return this.lock.withLock(body);
   }
@@ -92,5 +94,17 @@ export class FileReviewSessions implements ReviewSessionStore {
     }
     await fsyncDir(this.dir);
     return true;
+  }
+}
+
+/** Written out of the lock holder's fence: once the lock has moved, the commit fails and LockCompromised says why. */
+async function writeFenced(file: string, value: ReviewSession, guard: LockGuard): Promise<void> {
+  try {
+    const staged = await stageFile(file, jsonText(value), guard.commitPrefix(file));
+    await staged.flush();
+    await staged.commit();
+  } catch (e) {
+    guard.assertHeld();
+    throw e;
   }
 }

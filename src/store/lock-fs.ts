@@ -1,10 +1,11 @@
 /**
  * The filesystem side of the file store's locks: the fs handed to proper-lockfile, and the takeovers. Every takeover
- * (of a stale lock, or of a holder proven dead) removes the lock directory only under a second mkdir lock,
+ * (of a stale lock, or of a holder proven dead) removes the lock directory only under a second lock (takeMutex),
  * `<lock>.reclaim`, and only if the reason still holds when looked at again there. Without that, two contenders that
  * both judged the dead holder's lock free can both end up holding it: the later rmdir removes the lock the earlier one
  * has just created (proper-lockfile issue #121).
  */
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isHolderEntry } from './holder-identity';
@@ -119,15 +120,8 @@ async function removeIfStillStale(lockPath: string, staleMs: number): Promise<vo
  * directory (holder entries first, then the directory itself). False if another takeover holds the mutex.
  */
 async function reclaim(lockPath: string, staleMs: number, decide: () => Promise<boolean>): Promise<boolean> {
-  const mutex = `${lockPath}.reclaim`;
-  try {
-    await fs.promises.mkdir(mutex, { mode: LOCK_DIR_MODE });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    // A process killed inside this short section left the mutex: it goes stale like the lock, then is removed.
-    if (((await age(mutex)) ?? 0) > staleMs) await fs.promises.rmdir(mutex).catch(() => undefined);
-    return false;
-  }
+  const mutex = await takeMutex(`${lockPath}.reclaim`, staleMs);
+  if (mutex === undefined) return false;
   try {
     if (!(await decide())) return false;
     try {
@@ -143,8 +137,68 @@ async function reclaim(lockPath: string, staleMs: number, decide: () => Promise<
     }
     return true;
   } finally {
-    await fs.promises.rmdir(mutex).catch(() => undefined);
+    await mutex.release();
   }
+}
+
+/** The calls the takeover mutex makes: node's own (a test interleaves two contenders through a wrapper). */
+export type MutexFs = Pick<typeof fs.promises, 'mkdir' | 'rename' | 'readdir' | 'stat' | 'rm' | 'rmdir'>;
+
+export interface MutexHold {
+  release(): Promise<void>;
+}
+
+/**
+ * Takes `mutex`, a directory holding one entry (its holder's), or undefined when another holds it. It is made whole
+ * under a temporary name and renamed into place, so it is never seen without its entry. A holder killed inside leaves
+ * it behind: once older than `staleMs` it is taken over in one atomic step, the rename of that holder's entry to ours.
+ * Of two contenders that both judged it stale only one can rename the entry (the other finds it gone), and the rename
+ * makes the mutex fresh again for any third.
+ */
+export async function takeMutex(
+  mutex: string,
+  staleMs: number,
+  fsp: MutexFs = fs.promises,
+): Promise<MutexHold | undefined> {
+  const mine = `holder-${process.pid}-${randomBytes(6).toString('hex')}`;
+  const staged = `${mutex}.${mine}`;
+  await fsp.mkdir(staged, { mode: LOCK_DIR_MODE });
+  try {
+    await fsp.mkdir(path.join(staged, mine), { mode: LOCK_DIR_MODE });
+    await fsp.rename(staged, mutex);
+    return held(mutex, mine, fsp);
+  } catch (e) {
+    await fsp.rm(staged, { recursive: true, force: true });
+    if (!['EEXIST', 'ENOTEMPTY'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
+  }
+  return (await stealIfStale(mutex, mine, staleMs, fsp)) ? held(mutex, mine, fsp) : undefined;
+}
+
+async function stealIfStale(mutex: string, mine: string, staleMs: number, fsp: MutexFs): Promise<boolean> {
+  // The holder's name before the age: a takeover in between has refreshed the mtime (a rename inside does).
+  const holder = (await fsp.readdir(mutex).catch(() => []))[0];
+  const since = await fsp.stat(mutex).then(
+    (st) => Date.now() - st.mtimeMs,
+    () => undefined,
+  );
+  if (holder === undefined || since === undefined || since <= staleMs) return false;
+  try {
+    await fsp.rename(path.join(mutex, holder), path.join(mutex, mine));
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
+}
+
+function held(mutex: string, mine: string, fsp: MutexFs): MutexHold {
+  return {
+    release: async () => {
+      await fsp.rm(path.join(mutex, mine), { recursive: true, force: true });
+      // Not empty: taken over meanwhile (we were presumed dead), and now the new holder's.
+      await fsp.rmdir(mutex).catch(() => undefined);
+    },
+  };
 }
 
 /** Milliseconds since the directory's mtime (the holder's heartbeat); undefined if it does not exist. */

@@ -38,6 +38,7 @@ import { PipelineError, ErrorType } from '../domain/errors';
 import type { WeekId } from '../domain/week-id';
 import { failpoint } from '../failpoints';
 import type { AllocationRequest, AllocationResult, EpisodeStore, AllocationClaim } from './episode-store';
+import { checkPrivateDirPath } from './data-dir-checks';
 import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
 import { isUniqueViolation, toStoreError } from './postgres-errors';
 import { applyMigrations } from './postgres-migrations/runner';
@@ -101,10 +102,14 @@ export class PostgresEpisodeStore implements EpisodeStore {
 
   /** Applies pending schema migrations (once per process; a failure is retried on the next call). */
   ready(): Promise<void> {
-    this.migrated ??= this.migrate().catch((e: unknown) => {
-      this.migrated = undefined;
-      throw e;
-    });
+    // The media dir first: the episodes' files are trusted as this store's own (data-dir-checks.ts).
+    this.migrated ??= Promise.resolve()
+      .then(() => checkPrivateDirPath(this.mediaRoot, 'media dir (EPISODES_MEDIA_DIR)', ErrorType.InvalidState))
+      .then(() => this.migrate())
+      .catch((e: unknown) => {
+        this.migrated = undefined;
+        throw e;
+      });
     return this.migrated;
   }
 

@@ -25,6 +25,8 @@ export const reviewSessionSchema = z.strictObject({
   last_seen_at: instant,
   /** The absolute end; the idle end is last_seen_at + the desk's idle timeout. */
   expires_at: instant,
+  /** HMAC-SHA256 of the record but last_seen_at, keyed by the desk's session key: the store cannot make one up. */
+  mac: z.string().regex(SESSION_DIGEST).optional(),
 });
 export type ReviewSession = z.infer<typeof reviewSessionSchema>;
 

@@ -8,7 +8,7 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ShownSetting } from '../../src/cli/config-commands';
-import { SETTING_NAMES } from '../../src/settings/table';
+import { SETTING_NAMES, settingRow } from '../../src/settings/table';
 import { runCli } from '../helpers/processes';
 
 interface Report {
@@ -27,6 +27,10 @@ const SECRETS = [
   'pg-password-SECRET-7',
   'toml-key-SECRET-8',
   'old-name-key-SECRET-9',
+  'oidc-secret-SECRET-10',
+  'codec-auth-SECRET-11',
+  'key-data-SECRET-12',
+  'future-SECRET-13',
 ];
 
 describe('episodes config', function () {
@@ -101,7 +105,16 @@ describe('episodes config', function () {
       PGPASSWORD: 'pg-password-SECRET-7',
       TEMPORAL_CONFIG_FILE: profile,
       TEMPORAL_PROFILE: 'prod',
+      EPISODES_REVIEW_OIDC_CLIENT_SECRET: 'oidc-secret-SECRET-10',
+      TEMPORAL_CODEC_AUTH: 'Bearer codec-auth-SECRET-11',
+      TEMPORAL_TLS_CLIENT_KEY_DATA: 'key-data-SECRET-12',
+      // A variable a later Temporal CLI may add: secret until known otherwise.
+      TEMPORAL_SOMETHING_NEW: 'future-SECRET-13',
+      TEMPORAL_CODEC_ENDPOINT: 'https://codec.example/',
     };
+    for (const name of SETTING_NAMES.filter((n) => settingRow(n).secret !== undefined)) {
+      assert.ok(name in env, `the secret setting ${name} is in this test`);
+    }
     const runs = await Promise.all([
       runCli(['config'], env),
       runCli(['config', '--json'], env),
@@ -120,6 +133,10 @@ describe('episodes config', function () {
     assert.equal(value('EPISODES_STORE_URL'), 'postgres://app:<secret>@db.example/episodes?<secret>');
     assert.equal(value('PGPASSWORD'), '<secret>');
     assert.match(runs[0].stdout, /TEMPORAL_API_KEY = <secret>/);
+    assert.match(runs[0].stdout, /TEMPORAL_CODEC_AUTH = <secret>/);
+    const variable = (name: string) => r.temporal_variables.find((s) => s.name === name)?.value;
+    assert.equal(variable('TEMPORAL_CODEC_ENDPOINT'), 'https://codec.example/', 'not a secret: shown');
+    assert.equal(variable('TEMPORAL_PROFILE'), 'prod');
     assert.match(runs[2].stdout, /EPISODES_VENDOR_API_KEY/);
   });
 });

@@ -116,6 +116,8 @@ export function startWorkerProcess(name: string, o: WorkerProcessOptions): Worke
     EPISODES_DATA_DIR: o.dataDir,
     EPISODES_VENDOR_BASE_URL: o.vendorUrl,
     EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+    // A test's (or the campaign's) worker: failpoints work in it (src/failpoints/).
+    EPISODES_TEST_PROCESS: '1',
     ...(o.failpoints ? { EPISODES_FAILPOINTS: o.failpoints } : {}),
     ...(o.lockStaleMs ? { EPISODES_LOCK_STALE_MS: String(o.lockStaleMs) } : {}),
     ...(o.store?.kind === 'postgres' ? targetEnv(o.store) : {}),

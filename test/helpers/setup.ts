@@ -9,6 +9,9 @@ import * as path from 'node:path';
 import { inParallelWorker, runEndOfFileTasks } from './end-of-file';
 import { killLeftoverProcesses } from './processes';
 
+// The test runner's marker: failpoints work in this process and in every process it starts (src/failpoints/).
+process.env.EPISODES_TEST_PROCESS = '1';
+
 const MAX_CAPTURED = 50_000;
 export const capturedLogs: string[] = [];
 

@@ -1,13 +1,16 @@
 /**
  * No variable tells a production worker or CLI to skip a protection: the proofs that a protection matters build their
- * unsafe stores in test code (test/helpers/unsafe-stores.ts), never behind a switch in src/.
+ * unsafe stores in test code (test/helpers/unsafe-stores.ts), never behind a switch in src/. Failpoints (which make a
+ * process die or stall) stop the worker and the desk at start outside a test run.
  */
 import assert from 'node:assert/strict';
-import { existsSync, promises as fs, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { openStore } from '../../src/store/open-store';
+import { collect, spawnNode } from '../helpers/processes';
+import { sourceFiles } from '../helpers/source-files';
 import { REPO_ROOT } from '../helpers/temporal';
 
 /** The test-only switches src/ once read, set as a mistaken production environment would. */
@@ -17,13 +20,6 @@ const FORMER_SWITCHES = {
   EPISODES_UNSAFE_SPLIT_ALLOCATION_FOR_TESTS: '1',
   EPISODES_UNSAFE_IGNORE_MIGRATION_PREFLIGHT_FOR_TESTS: '1',
 };
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    return e.isDirectory() ? sourceFiles(p) : e.name.endsWith('.ts') ? [p] : [];
-  });
-}
 
 describe('no production switch turns a protection off', () => {
   it('src/ names no test-only switch (UNSAFE, ForTests, FOR_TESTS)', () => {
@@ -50,6 +46,32 @@ describe('no production switch turns a protection off', () => {
     } finally {
       for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
       Object.assign(process.env, saved);
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('EPISODES_FAILPOINTS outside a test run stops the worker and the desk at start', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'no-switch-'));
+    // As a production host would start them: no test runner's marker.
+    const env = {
+      EPISODES_FAILPOINTS: 'submission.accepted=kill',
+      EPISODES_TEST_PROCESS: '',
+      EPISODES_DATA_DIR: dir,
+      EPISODES_STORE_URL: '',
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+      EPISODES_CONNECT_TIMEOUT_MS: '1000',
+    };
+    try {
+      for (const args of [['src/worker.js'], ['src/cli.js', 'review', 'serve', '--listen', '127.0.0.1:0']] as const) {
+        const child = spawnNode(args[0], args.slice(1), env);
+        const done = collect(child);
+        // Should it start after all, it is stopped and the test fails below.
+        child.stdout?.on('data', (d: Buffer) => d.toString().includes('review desk on') && child.kill('SIGTERM'));
+        const r = await done;
+        assert.notEqual(r.code, 0, `${args[0]} started`);
+        assert.match(r.stderr, /EPISODES_FAILPOINTS is set: .* for test runs only/, r.stderr);
+      }
+    } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
   });

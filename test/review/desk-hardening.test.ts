@@ -4,6 +4,7 @@
  * OIDC secret). No Temporal: nothing here reaches a decision.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, promises as fs, statSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -94,13 +95,12 @@ describe('review desk hardening (sockets, sessions, settings)', function () {
     }
   });
 
-  it('a session ends after its idle time, and at its absolute end however busy it is', async () => {
-    const sessions = new DeskSessions(openReviewSessions(new FileEpisodeStore(dir)), {
-      idleMs: 30 * 60_000,
-      absoluteMs: 90 * 60_000,
-      maxSessions: 10,
-      maxPerIdentity: 5,
-    });
+  it('a session ends after its idle time, and at its absolute end however busy it is (an OIDC one sooner)', async () => {
+    const sessions = new DeskSessions(
+      openReviewSessions(new FileEpisodeStore(dir)),
+      { idleMs: 30 * 60_000, absoluteMs: 90 * 60_000, oidcAbsoluteMs: 15 * 60_000, maxSessions: 10, maxPerIdentity: 5 },
+      randomBytes(32),
+    );
     const t0 = Date.parse('2026-08-03T09:00:00Z');
     const at = (min: number) => new Date(t0 + min * 60_000);
     const who: NewSession = {
@@ -131,7 +131,10 @@ describe('review desk hardening (sockets, sessions, settings)', function () {
     const seen = [];
     for (const m of [120, 140, 160, 180, 190]) seen.push(await lookup(busy.id, m));
     assert.deepEqual(seen, [true, true, true, true, false]);
-    assert.deepEqual(ends, ['idle', 'expired']);
+    // A provider's user is sent back to the provider (which may have removed them) after 15 minutes, however busy.
+    const oidc = await sessions.create({ ...who, method: 'oidc', identity: 'oidc:https://id.example/ u-1' }, at(200));
+    assert.deepEqual([await lookup(oidc.id, 210), await lookup(oidc.id, 216)], [true, false]);
+    assert.deepEqual(ends, ['idle', 'expired', 'expired']);
   });
 
   it('settings: trust proxy as hops or CIDRs, session times, the listen rule, a private secret file', () => {
@@ -152,8 +155,8 @@ describe('review desk hardening (sockets, sessions, settings)', function () {
     }
     const s = env({ EPISODES_REVIEW_SESSION_IDLE_MS: '60000', EPISODES_REVIEW_SESSION_ABSOLUTE_MS: '3600000' });
     assert.deepEqual(
-      [s.sessions.idleMs, s.sessions.absoluteMs, s.tokens, s.oidc],
-      [60_000, 3_600_000, true, undefined],
+      [s.sessions.idleMs, s.sessions.absoluteMs, s.sessions.oidcAbsoluteMs, s.tokens, s.oidc],
+      [60_000, 3_600_000, 15 * 60_000, true, undefined],
     );
 
     assert.match(String(listenProblem('0.0.0.0', undefined, false)), /--insecure/);

@@ -6,17 +6,27 @@
  */
 import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync } from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { AuditLog } from '../../src/review/audit-log';
 import type { OidcSettings } from '../../src/review/desk-settings';
 import { ReviewerStore } from '../../src/review/reviewers';
-import { startReviewDesk } from '../../src/review/server';
+import { startReviewDesk, type ReviewDeskOptions } from '../../src/review/server';
 import { FileEpisodeStore } from '../../src/store/file-store';
 import { startTestProvider, type TestProvider } from '../helpers/oidc-provider';
 import { freePort } from '../helpers/secure-front';
 import { chromiumPath, type AuditLine } from './harness';
+
+/** A page of another site: served on 127.0.0.1 and reached as localhost, which is another site to the browser. */
+async function serveHtml(body: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(body));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://localhost:${port}/`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
 
 describe('review desk OIDC sign-in (Chromium, oidc-provider)', function () {
   this.timeout(120_000);
@@ -29,7 +39,7 @@ describe('review desk OIDC sign-in (Chromium, oidc-provider)', function () {
   let oidc: OidcSettings;
   const contexts: BrowserContext[] = [];
 
-  const startDesk = async (allowedEmails = ['alice@example.org']) => {
+  const startDesk = async (allowedEmails = ['alice@example.org'], extra: Partial<ReviewDeskOptions> = {}) => {
     await desk?.close();
     const url = new URL(deskUrl);
     desk = await startReviewDesk({
@@ -44,6 +54,7 @@ describe('review desk OIDC sign-in (Chromium, oidc-provider)', function () {
       oidc: { ...oidc, allowedEmails },
       publicUrl: new URL(`${deskUrl}/`),
       audit: new AuditLog((line) => audit.push(JSON.parse(line) as AuditLine)),
+      ...extra,
     });
   };
 
@@ -140,10 +151,8 @@ describe('review desk OIDC sign-in (Chromium, oidc-provider)', function () {
     const stateTampered = await newPage();
     provider.tamper.redirect = (location) => location.searchParams.set('state', 'forged-state');
     await signInAs(stateTampered, 'alice');
-    await stateTampered
-      .getByRole('alert')
-      .getByText(/was refused/)
-      .waitFor();
+    // Not this browser's sign-in: a plain refusal, like another site's forged callback.
+    await stateTampered.getByRole('heading', { name: 'Refused' }).waitFor();
     delete provider.tamper.redirect;
 
     const nonceTampered = await newPage();
@@ -159,9 +168,50 @@ describe('review desk OIDC sign-in (Chromium, oidc-provider)', function () {
       assert.equal(new URL(page.url()).pathname, '/sign-in');
     }
     const reasons = refusalsSince(from).map((e) => String(e.reason));
-    assert.equal(reasons.length, 2, reasons.join('\n'));
-    assert.match(reasons[0]!, /state/);
-    assert.match(reasons[1]!, /nonce/);
+    assert.equal(reasons.length, 1, reasons.join('\n'));
+    assert.match(reasons[0]!, /nonce/);
+    const callbacks = audit.slice(from).filter((e) => e.event === 'request-refused' && e.reason === 'oidc-callback');
+    assert.match(String(callbacks[0]?.detail), /state/);
+  });
+
+  it('another site’s callbacks (images, a link) lock no one out and leave the sign-in under way in place', async () => {
+    const token = await new ReviewerStore(path.join(dir, 'review', 'reviewers.json')).add('erin');
+    await startDesk(undefined, { tokens: true });
+    const forged = `${deskUrl}/sign-in/oidc/callback?code=forged&state=forged`;
+    const images = Array.from({ length: 10 }, (_, i) => `<img src="${forged}&i=${i}" alt="">`).join('');
+    const attacker = await serveHtml(`<p>${images}</p><a href="${forged}">Read more</a>`);
+    const from = audit.length;
+    try {
+      const page = await newPage();
+      await page.goto('/');
+      await page.getByRole('button', { name: `Sign in with ${new URL(provider.issuer).host}` }).click();
+      await page.getByPlaceholder('Enter any login').waitFor();
+      // The reviewer, mid-sign-in, opens a mail or page of another site (another site: localhost, not 127.0.0.1).
+      const mail = await page.context().newPage();
+      await mail.goto(attacker.url); // which waits for the page's load: every image answered
+      await mail.getByRole('link', { name: 'Read more' }).click();
+      await mail.getByRole('heading', { name: 'Refused' }).waitFor();
+      await page.getByPlaceholder('Enter any login').fill('alice');
+      await page.getByPlaceholder('and password').fill('any password');
+      await page.getByRole('button', { name: 'Sign-in' }).click();
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.getByText('alice@example.org').waitFor();
+
+      const other = await newPage();
+      await other.goto('/sign-in');
+      await other.getByLabel('Token').fill(token);
+      await other.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await other.getByRole('heading', { name: 'Waiting for a decision' }).waitFor();
+      const since = audit.slice(from);
+      assert.ok(
+        since.some((e) => e.event === 'request-refused' && e.reason === 'oidc-callback'),
+        'they reached it',
+      );
+      assert.deepEqual(refusalsSince(from), [], 'none counted as a failed sign-in');
+    } finally {
+      await attacker.close();
+      await startDesk();
+    }
   });
 
   it('keeps the session across a restart of the desk, and ends it once the email is no longer allowed', async () => {

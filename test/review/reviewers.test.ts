@@ -3,12 +3,15 @@ import assert from 'node:assert/strict';
 import {
   chmodSync,
   chownSync,
+  mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   renameSync,
   statSync,
   symlinkSync,
   unlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -17,8 +20,10 @@ import { AuditLog } from '../../src/review/audit-log';
 import { oidcReviewerName } from '../../src/review/oidc';
 import { ReviewerStore, TOKEN_PATTERN } from '../../src/review/reviewers';
 import { buildReviewDesk } from '../../src/review/server';
+import { deskCookies, newSecretId, secretDigest } from '../../src/review/sessions';
 import { ErrorType } from '../../src/domain/errors';
 import { FileEpisodeStore } from '../../src/store/file-store';
+import { openReviewSessions } from '../../src/store/open-store';
 import { collect, runCli, spawnNode } from '../helpers/processes';
 import { until } from '../helpers/wait';
 import { injectSignIn } from './inject';
@@ -31,6 +36,22 @@ describe('review desk reviewers', function () {
     runCli(['--data-dir', dir, 'review', ...args], { EPISODES_DATA_DIR: '', EPISODES_REVIEWERS_FILE: '' });
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'reviewers-'));
+  });
+  /** A desk on this test's data dir, its reviewers and its audit log's lines. */
+  const auditedDesk = async () => {
+    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
+    const audit: string[] = [];
+    const app = await buildReviewDesk({ ...deskOptions(reviewers), audit: new AuditLog((line) => audit.push(line)) });
+    return { reviewers, audit, app };
+  };
+  /** A desk on this test's data dir, without Temporal, its audit log dropped. */
+  const deskOptions = (reviewers: ReviewerStore) => ({
+    store: new FileEpisodeStore(dir),
+    reviewers,
+    getClient: () => Promise.reject(new Error('no Temporal in this test')),
+    budgetCents: 20_000,
+    timeZone: 'UTC',
+    audit: new AuditLog(() => undefined),
   });
 
   it('add-reviewer prints the token once and stores only its sha256, in a 0600 file under the data dir', async () => {
@@ -63,25 +84,18 @@ describe('review desk reviewers', function () {
     assert.equal((await cli('remove-reviewer', 'alice')).code, 2);
   });
 
-  it('a provider user without a verified email decides under its subject, a name no token reviewer may take', async () => {
+  it('a provider user decides under its email, else its subject: names no token reviewer may take', async () => {
     assert.equal(oidcReviewerName('alice@example.org', 'u-1'), 'alice@example.org');
     assert.equal(oidcReviewerName(null, 'u-1'), 'oidc:u-1');
     const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
-    await assert.rejects(reviewers.add('oidc:u-1'), (e) => isPipelineError(e) && e.type === ErrorType.InvalidInput);
+    for (const name of ['oidc:u-1', 'alice@example.org', 'alice@']) {
+      await assert.rejects(reviewers.add(name), (e) => isPipelineError(e) && e.type === ErrorType.InvalidInput, name);
+    }
     assert.deepEqual(reviewers.list(), []);
   });
 
   it('a session is bound to its token: removing or rotating the reviewer ends it at the next request', async () => {
-    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
-    const audit: string[] = [];
-    const app = await buildReviewDesk({
-      store: new FileEpisodeStore(dir),
-      reviewers,
-      getClient: () => Promise.reject(new Error('no Temporal in this test')),
-      budgetCents: 20_000,
-      timeZone: 'UTC',
-      audit: new AuditLog((line) => audit.push(line)),
-    });
+    const { reviewers, audit, app } = await auditedDesk();
     try {
       const bob = await injectSignIn(app, await reviewers.add('bob'));
       assert.equal(bob.session.httpOnly, true);
@@ -115,6 +129,13 @@ describe('review desk reviewers', function () {
       const afterRemoval = await cli('sessions');
       assert.equal(afterRemoval.code, 0, afterRemoval.stderr);
       assert.doesNotMatch(afterRemoval.stdout, / {2}dave {2}/);
+      // Listing is read-only: the ended session is still in the store until --prune removes it.
+      const sessionFiles = () => readdirSync(path.join(dir, 'review', 'sessions')).filter((f) => f.endsWith('.json'));
+      assert.equal(sessionFiles().length, 1, 'dave’s session');
+      const pruned = await cli('sessions', '--prune');
+      assert.equal(pruned.code, 0, pruned.stderr);
+      assert.match(pruned.stdout, /^session [0-9a-f]{16} of dave had ended; removed$/m);
+      assert.equal(sessionFiles().length, 0);
       const ended = audit.map((l) => JSON.parse(l) as { event: string; reviewer?: string; reason?: string });
       assert.deepEqual(
         ended.filter((e) => e.event === 'session-ended').map((e) => [e.reviewer, e.reason]),
@@ -128,16 +149,37 @@ describe('review desk reviewers', function () {
     }
   });
 
+  it('a session record made up or altered by a store writer (no desk key) signs no one in', async () => {
+    const { reviewers, audit, app } = await auditedDesk();
+    try {
+      const alice = await injectSignIn(app, await reviewers.add('alice'));
+      const bob = await injectSignIn(app, await reviewers.add('bob'));
+      assert.equal((await alice.get('/')).statusCode, 200);
+      assert.equal(statSync(path.join(dir, 'review', 'session-key')).mode & 0o777, 0o600);
+      // A store writer (a worker host's database role, with PostgreSQL) copies alice's record under an id it knows.
+      const store = openReviewSessions(new FileEpisodeStore(dir));
+      const records = await store.list();
+      const ofAlice = records.find((r) => r.reviewer === 'alice')!;
+      const forgedId = newSecretId();
+      const bounds = { maxSessions: 100, maxPerIdentity: 100, now: new Date(), idleCutoff: new Date(0) };
+      await store.create({ ...ofAlice, id_sha256: secretDigest(forgedId) }, bounds);
+      const forged = await app.inject({ method: 'GET', url: '/', cookies: { episodes_review_session: forgedId } });
+      assert.equal(forged.headers.location, '/sign-in', 'a made-up record');
+      // ... and turns bob's own session into alice's.
+      const ofBob = records.find((r) => r.reviewer === 'bob')!;
+      await store.delete(ofBob.id_sha256);
+      await store.create({ ...ofBob, reviewer: 'alice', identity: ofAlice.identity }, bounds);
+      assert.equal((await bob.get('/')).headers.location, '/sign-in', 'an altered record');
+      assert.equal((await alice.get('/')).statusCode, 200, 'the desk’s own record still works');
+      const ended = audit.map((l) => JSON.parse(l) as { event: string; reason?: string });
+      assert.equal(ended.filter((e) => e.event === 'session-ended' && e.reason === 'integrity').length, 2);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('behind a TLS front (X-Forwarded-Proto from a trusted proxy) the cookies are Secure; HSTS only then', async () => {
-    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
-    const options = {
-      store: new FileEpisodeStore(dir),
-      reviewers,
-      getClient: () => Promise.reject(new Error('no Temporal')),
-      budgetCents: 20_000,
-      timeZone: 'UTC',
-      audit: new AuditLog(() => undefined),
-    };
+    const options = deskOptions(new ReviewerStore(path.join(dir, 'review', 'reviewers.json')));
     const tls = await buildReviewDesk({ ...options, trustProxy: ['127.0.0.1'] });
     const plain = await buildReviewDesk(options);
     try {
@@ -157,6 +199,35 @@ describe('review desk reviewers', function () {
       assert.match(String(direct.headers['permissions-policy']), /camera=\(\)/);
     } finally {
       await Promise.all([tls.close(), plain.close()]);
+    }
+  });
+
+  it('under an https public URL both cookies are __Host- cookies (Secure, Path=/); the plain names open nothing', async () => {
+    const reviewers = new ReviewerStore(path.join(dir, 'review', 'reviewers.json'));
+    const app = await buildReviewDesk({ ...deskOptions(reviewers), publicUrl: new URL('https://review.example.org/') });
+    try {
+      const form = await app.inject({ method: 'GET', url: '/sign-in' });
+      const pre = form.cookies.find((c) => c.name === '__Host-episodes_review_sign_in');
+      assert.deepEqual([pre?.secure, pre?.path], [true, '/'], JSON.stringify(form.cookies));
+      const names = deskCookies(true);
+      const alice = await injectSignIn(app, await reviewers.add('alice'), {
+        names,
+        origin: 'https://review.example.org',
+      });
+      assert.deepEqual([alice.session.secure, alice.session.path], [true, '/']);
+      assert.equal((await alice.get('/')).statusCode, 200);
+      const plain = await app.inject({
+        method: 'GET',
+        url: '/',
+        cookies: { episodes_review_session: alice.session.value },
+      });
+      assert.equal(
+        plain.headers.location,
+        '/sign-in',
+        'a cookie without the prefix (set over http, or by a sibling host)',
+      );
+    } finally {
+      await app.close();
     }
   });
 
@@ -215,6 +286,51 @@ describe('review desk reviewers', function () {
       chownSync(file, 65534, 65534); // only root can give a file away (CI runs as root)
       assert.throws(() => AuditLog.toFile(file), refusedWith(/owned by uid 65534/));
     }
+  });
+
+  it('review serve refuses to start on a bad reviewers file, audit log or sessions directory, naming the fix', async () => {
+    /** The start's outcome: its exit, or `started` (then stopped) when it came up and listened after all. */
+    const serve = async (env: NodeJS.ProcessEnv = {}) => {
+      const child = spawnNode('src/cli.js', ['--data-dir', dir, 'review', 'serve', '--listen', '127.0.0.1:0'], {
+        EPISODES_DATA_DIR: '',
+        EPISODES_STORE_URL: '',
+        EPISODES_REVIEWERS_FILE: '',
+        ...env,
+      });
+      const done = collect(child);
+      child.stdout?.on('data', (d: Buffer) => d.toString().includes('review desk on') && child.kill('SIGTERM'));
+      const r = await done;
+      return { ...r, started: r.stdout.includes('review desk on') };
+    };
+    assert.equal((await cli('add-reviewer', 'alice')).code, 0);
+    const file = path.join(dir, 'review', 'reviewers.json');
+    chmodSync(file, 0o666);
+    const reviewersBad = await serve();
+    assert.equal(reviewersBad.started, false, 'a reviewers file anyone may write is refused at start');
+    assert.equal(reviewersBad.code, 1);
+    assert.ok(reviewersBad.stderr.includes(`${file} has mode 666; run chmod 600 on it`), reviewersBad.stderr);
+    chmodSync(file, 0o600);
+
+    const auditFile = path.join(dir, 'audit.jsonl');
+    writeFileSync(auditFile, '', { mode: 0o644 });
+    chmodSync(auditFile, 0o644);
+    const auditBad = await serve({ EPISODES_REVIEW_AUDIT_LOG: auditFile });
+    assert.equal(auditBad.started, false);
+    assert.match(auditBad.stderr, /audit log .* has mode 644; run chmod 600/);
+
+    const sessionsDir = path.join(dir, 'review', 'sessions');
+    mkdirSync(sessionsDir, { mode: 0o777 });
+    chmodSync(sessionsDir, 0o777);
+    const sessionsBad = await serve();
+    assert.equal(sessionsBad.started, false);
+    assert.ok(sessionsBad.stderr.includes(`run chmod 700 ${sessionsDir}`), sessionsBad.stderr);
+    chmodSync(sessionsDir, 0o700);
+    writeFileSync(path.join(sessionsDir, `${'a'.repeat(64)}.json`), '{', { mode: 0o600 });
+    const sessionBad = await serve();
+    assert.equal(sessionBad.started, false, 'a corrupt session would fail every sign-in');
+    assert.match(sessionBad.stderr, /cannot start: .*not valid JSON.*move the file named aside/);
+    unlinkSync(path.join(sessionsDir, `${'a'.repeat(64)}.json`));
+    assert.equal((await serve()).started, true, 'once fixed, it starts');
   });
 
   it('review serve listens where told, answers /health, refuses a bad --listen, and stops on SIGTERM', async () => {

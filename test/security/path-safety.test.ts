@@ -131,15 +131,14 @@ describe('path safety: symlinks planted in the data dir', function () {
     await assertOutsideUntouched();
   });
 
-  it('a data dir that is itself a symlink works normally (the guard compares real paths)', async () => {
+  it('a data dir that is itself a symlink is refused, naming the real path (data-dir-checks.ts)', async () => {
     const link = path.join(root, 'link-to-data');
     await fs.symlink(dataDir, link);
-    const viaLink = new FileEpisodeStore(link);
-    const r = await allocateEpisodeOn(viaLink, { allocationKey: 'c', weekId: W32 }, by);
-    assert.equal(r.episodeId, `${W32}-2`);
-    assert.equal((await viaLink.listEpisodes()).length, 3);
-    await viaLink.updateEpisode(id(`${W32}-2`), (s) => ({ ...s, status: 'in_production' }));
-    assert.equal((await store.requireEpisode(id(`${W32}-2`))).status, 'in_production');
+    await assert.rejects(
+      allocateEpisodeOn(new FileEpisodeStore(link), { allocationKey: 'c', weekId: W32 }, by),
+      (e) => isPipelineError(e, ErrorType.StorageFailure) && e.message.includes(`is a symlink (give the real path`),
+    );
+    assert.equal((await store.listEpisodes()).length, 2, 'nothing allocated through the link');
   });
 
   describe('media written by a paid step', () => {
