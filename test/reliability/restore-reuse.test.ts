@@ -57,10 +57,11 @@ function fileRestorable(dir: string): Restorable {
 
 /** PostgreSQL: a base backup and the LSN after it; the restore is a new server recovered to that LSN. */
 async function postgresRestorable(dir: string, name: string): Promise<Restorable> {
-  const archiveDir = path.join(dir, 'wal');
-  const backupDir = path.join(dir, 'base');
+  // The server's user is given the folder of its WAL archive and base backup: one of their own, not the media's.
+  const serverDir = mkdtempSync(path.join(os.tmpdir(), 'restore-reuse-pg-'));
+  const archiveDir = path.join(serverDir, 'wal');
+  const backupDir = path.join(serverDir, 'base');
   const mediaDir = path.join(dir, 'media');
-  await fs.mkdir(archiveDir);
   let server = await PostgresFaultServer.start(name, { archiveDir });
   let lsn = '';
   return {
@@ -77,7 +78,10 @@ async function postgresRestorable(dir: string, name: string): Promise<Restorable
       server = await PostgresFaultServer.pitr(from, `${name}-restored`, { backupDir, lsn, archiveDir });
       await from.stop();
     },
-    close: () => server.stop(),
+    close: async () => {
+      await server.stop();
+      await fs.rm(serverDir, { recursive: true, force: true });
+    },
   };
 }
 
