@@ -124,7 +124,14 @@ export async function lookUpJob(client: VendorClient, at: StepRef): Promise<Look
   if (job && (job.episode_id !== at.id || job.kind !== at.step)) {
     throw storeCorrupt(at, `the vendor's job ${job.job_id} for this key is a ${job.kind} of ${job.episode_id}`);
   }
-  return { found: job };
+  if (job) return { found: job };
+  // "None" is believed only if the vendor's billing agrees: a job it charged and then lost, or accepted while it
+  // ignored keys, is not found by the lookup, and a resend would be charged again.
+  const billed = await client.getBilling({}, at.ref);
+  if (billed.length > 0) {
+    return { unknown: `the vendor billed ${billed.map((c) => c.job_id).join(', ')} for this key and cannot find it` };
+  }
+  return { found: null };
 }
 
 export function storeCorrupt(at: StepRef, why: string): PipelineError {

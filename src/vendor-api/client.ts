@@ -206,11 +206,17 @@ export class VendorClient {
     });
   }
 
-  /** Every charge the vendor ever made to this account: the ground truth for "did we pay twice?". */
-  getBilling(options: RequestOptions = {}): Promise<Charge[]> {
+  /**
+   * Every charge the vendor ever made to this account, or those of one idempotency key: the ground truth for "did we
+   * pay twice?". Filtered here too, so a vendor that ignores `client_ref` answers the same.
+   */
+  getBilling(options: RequestOptions = {}, clientRef?: string): Promise<Charge[]> {
     return this.#guard(async () => {
-      const res = await this.#send('getBilling', options, { path: 'v1/billing' });
-      return this.#parse('getBilling', res, billingSchema).charges;
+      if (clientRef !== undefined) requireIdempotencyKey(clientRef);
+      const path = clientRef === undefined ? 'v1/billing' : `v1/billing?client_ref=${encodeURIComponent(clientRef)}`;
+      const res = await this.#send('getBilling', options, { path });
+      const { charges } = this.#parse('getBilling', res, billingSchema);
+      return clientRef === undefined ? charges : charges.filter((c) => c.client_ref === clientRef);
     });
   }
 

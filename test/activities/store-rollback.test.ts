@@ -296,6 +296,20 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     assert.deepEqual(parked.spec, SPECS.video, 'the intent keeps its spec for a resend after --not-submitted');
   });
 
+  it('a retry whose job the vendor accepted ignoring keys and then lost: parked on its billing, never sent again', async () => {
+    vendor.setFaults({ noIdempotency: true, loseJobs: { count: 1 } });
+    await submit('video'); // accepted with no record of its key, then lost: the lookup will not find it
+    await forgetReference('video'); // the reply never reached the store: the record is the intent again
+    vendor.setFaults({ loseJobs: { count: 0 } }); // keys honoured again, the job still lost
+    await assert.rejects(
+      submitAgain('video'),
+      (e) => e instanceof ApplicationFailure && e.type === ErrorType.SubmissionOutcomeUnknown && e.nonRetryable,
+    );
+    assert.equal(posts(), 1, 'sent once: the billing showed the charge the lookup could not find');
+    assert.equal(vendor.billing().length, 1);
+    assert.equal((await store.requireEpisode(id)).steps['video-r0']?.status, 'needs_reconciliation');
+  });
+
   it('a retry whose store went back to an older attempt’s not_submitted, at a vendor that ignores keys: parked', async () => {
     vendor.setFaults({ fail5xx: { count: 1, scope: 'submit' } });
     await assert.rejects(submit('video'));

@@ -213,13 +213,18 @@ describe('vendor simulator (raw HTTP)', () => {
       assert.deepEqual((await raw(sim, 'GET', '/v1/jobs?client_ref=unused')).json, { jobs: [] });
     });
 
-    it('GET /v1/billing lists every charge ever made', async () => {
+    it('GET /v1/billing lists every charge ever made, or those of one key', async () => {
       const sim = await startSim();
       await raw(sim, 'POST', '/v1/jobs', { body: videoRequest, idempotencyKey: 'k1' });
       await raw(sim, 'POST', '/v1/jobs', { body: { ...videoRequest, kind: 'assembly' }, idempotencyKey: 'k2' });
       const { charges } = (await raw(sim, 'GET', '/v1/billing')).json as { charges: unknown[] };
       assert.deepEqual(charges, sim.billing());
       assert.equal(charges.length, 2);
+      const ofKey = (await raw(sim, 'GET', '/v1/billing?client_ref=k2')).json as { charges: { client_ref: string }[] };
+      assert.deepEqual(
+        ofKey.charges.map((c) => c.client_ref),
+        ['k2'],
+      );
     });
   });
 
