@@ -139,7 +139,7 @@ export async function benchParked(ctx: TemporalContext, o: WorkerProcessOptions)
     }
     const scraped = parsePrometheus(await (await fetch(`http://${metrics}/metrics`)).text());
     const cacheSize = sumOf(scraped, 'temporal_sticky_cache_size', {});
-    const evictions = sumOf(scraped, 'temporal_sticky_cache_total_forced_eviction', {});
+    const evictions = sumOf(scraped, 'temporal_sticky_cache_total_forced_eviction_total', {});
     const e = summarize(latency.evicted);
     const c = summarize(latency.cached);
     return measured(
