@@ -305,7 +305,9 @@ class Simulator {
     if (collection === 'prices' && id === undefined) return x.respond(200, { prices: this.priceList() });
     if (collection === 'billing' && id === undefined) {
       const ref = x.url.searchParams.get('client_ref');
-      return x.respond(200, { charges: ref === null ? this.charges : this.charges.filter((c) => c.client_ref === ref) });
+      return x.respond(200, {
+        charges: ref === null ? this.charges : this.charges.filter((c) => c.client_ref === ref),
+      });
     }
     if (collection === 'artifacts' && id !== undefined) return await this.artifact(x, id);
     return x.respond(404, errorBody('not_found', 'no such route'));
