@@ -65,6 +65,10 @@ export const stepRecordSchema = z.strictObject({
     .strictObject({ resolution: z.enum(['remote-job', 'not-submitted']), by: z.string(), at: isoInstant })
     .nullable(),
   error: z.string().nullable(),
+  /** The adapter the step's job lives at (absent: native); a settle always goes back to it. */
+  vendor: z.string().max(32).optional(),
+  /** Budget held for the step while its cost is unknown (a metered step's declared maximum). */
+  reserved_cents: z.number().int().nonnegative().optional(),
 });
 export type StepRecord = z.infer<typeof stepRecordSchema>;
 
