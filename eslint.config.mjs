@@ -26,6 +26,8 @@ const LAYERS = [
   [{ name: 'files', paths: ['src/files'] }],
   [
     { name: 'store', paths: ['src/store'] },
+    // The vendor port and its adapters: the paid steps see vendors only through it.
+    { name: 'vendors', paths: ['src/vendors'], only: ['domain', 'settings', 'vendor-api'] },
     {
       name: 'vendor-sim',
       paths: ['src/vendor-sim'],

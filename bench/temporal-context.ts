@@ -15,6 +15,7 @@ import { productionWorkflowId } from '../src/domain/names';
 import { statusQuery } from '../src/workflows/messages';
 import { createTestEnv } from '../test/helpers/temporal';
 import { nowMs } from './stats';
+import { nativeVendors } from '../src/vendors/directory';
 
 /** Not a secret: the simulator's key for this run only. */
 const BENCH_API_KEY = 'bench-vendor-key-0000';
@@ -53,8 +54,10 @@ export async function startTemporalContext(): Promise<TemporalContext> {
     bundle,
     deps: (store) => ({
       store,
-      credentials: staticCredentialsLoader(BENCH_API_KEY),
-      vendor: { baseUrl: new URL(vendor.url), timeoutMs: 10_000 },
+      vendors: nativeVendors(staticCredentialsLoader(BENCH_API_KEY), {
+        baseUrl: new URL(vendor.url),
+        timeoutMs: 10_000,
+      }),
       budgetCents: 1_000_000,
     }),
     workerEnv: (taskQueue, dataDir) => ({

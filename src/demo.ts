@@ -34,6 +34,7 @@ import { loadReviewNoticeSettings } from './process/review-notice-config';
 import { adoptFirstBuild, versionName } from './process/worker-deployment';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';
 import { approveUpdate, statusQuery } from './workflows/messages';
+import { nativeVendors } from './vendors/directory';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -78,8 +79,7 @@ async function main(): Promise<void> {
     version,
   } = await createWorker(config, {
     store,
-    credentials: staticCredentialsLoader(apiKey),
-    vendor: vendorSettings,
+    vendors: nativeVendors(staticCredentialsLoader(apiKey), vendorSettings),
     budgetCents: config.budgetCents,
     reviewNotice: { ...notices, publicUrl: notices.publicUrl ?? (desk && new URL(`${desk.url}/`)) },
   });

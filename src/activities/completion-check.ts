@@ -7,18 +7,9 @@
 import type { EpisodeState, PaidStep, StepRecord } from '../domain/episode-state';
 import { paidStepSchema } from '../domain/episode-state';
 import { idempotencyKey, stepKey } from '../domain/names';
-import type { VendorJob } from '../vendor-api/api';
-import type { VendorClient } from '../vendor-api/client';
 import { isUnknownJob } from '../vendor-api/vendor-error';
-import {
-  bareRecord,
-  lookUpJob,
-  markNeedsReconciliation,
-  parked,
-  vendorClient,
-  type PaidStepDeps,
-  type StepRef,
-} from './paid-step-record';
+import type { VendorAdapter, VendorJob } from '../vendors/port';
+import { PaidStepCall, stepRef, type PaidStepDeps, type StepRef } from './paid-step-call';
 import { settledStep, settleStep } from './paid-step-settle';
 
 /** Why the episode's ledger and steps disagree (empty when they agree); `required` are the final media's steps. */
@@ -52,13 +43,11 @@ export async function settleBeforeCompletion(
   state: EpisodeState,
   finalSteps: readonly string[],
 ): Promise<void> {
-  let client: VendorClient | undefined;
-  const vendor = async () => (client ??= await vendorClient(deps, state.episode_id));
-  const rounds = await forgottenRounds(deps, state, finalSteps[0], vendor);
+  const rounds = await forgottenRounds(deps, state, finalSteps[0]);
   const keys = new Set([...Object.keys(state.steps), ...finalSteps, stepKey('video', 0), ...rounds.keys()]);
   const open = [...keys].filter((key) => !settledStep(state, key) && state.steps[key]?.status !== 'failed');
   for (const key of open) {
-    await settleStep(deps, await vendor(), stepRefOf(state, key), state.steps[key] ?? rounds.get(key));
+    await settleStep(new PaidStepCall(deps, stepRefOf(state, key), state.steps[key] ?? rounds.get(key)));
   }
 }
 
@@ -74,25 +63,24 @@ async function forgottenRounds(
   deps: PaidStepDeps,
   state: EpisodeState,
   finalVideo: string | undefined,
-  vendor: () => Promise<VendorClient>,
 ): Promise<Map<string, StepRecord>> {
   const found = new Map<string, StepRecord>();
   if (finalVideo === undefined || cutChainIsWhole(state, finalVideo)) return found;
-  const cut = await forgottenCut(state, finalVideo, vendor);
+  const cut = await forgottenCut(deps, state, finalVideo);
   if (cut) found.set(cut.at.key, cut.record);
   const known = Object.values(state.steps).filter((r) => r.step === 'rework');
   const last = Math.max(0, cut?.at.round ?? 0, ...known.map((r) => r.round));
   for (let round = 1; round <= MAX_ROUNDS; round++) {
-    const at = stepRefOf(state, stepKey('rework', round));
-    if (state.steps[at.key] || found.has(at.key)) continue;
-    const answer = await lookUpJob(await vendor(), at);
+    const call = new PaidStepCall(deps, stepRefOf(state, stepKey('rework', round)), undefined);
+    if (state.steps[call.at.key] || found.has(call.at.key)) continue;
+    const answer = await call.lookUp();
     if ('unknown' in answer) {
       if (round > last) return found;
       const why = `the store forgot this round, done before the approved cut, and ${answer.unknown}`;
-      await markNeedsReconciliation(deps.store, at, why);
-      parked(at, why);
+      await call.markNeedsReconciliation(why);
+      return call.park(why);
     }
-    if (answer.found) found.set(at.key, submittedRecord(at, answer.found));
+    if (answer.found) found.set(call.at.key, submittedRecord(call, answer.found));
     else if (round > last) return found;
   }
   return found;
@@ -104,13 +92,16 @@ async function forgottenRounds(
  * the job, or the vendor does not know it as a rework of this episode.
  */
 async function forgottenCut(
+  deps: PaidStepDeps,
   state: EpisodeState,
   finalVideo: string,
-  vendor: () => Promise<VendorClient>,
 ): Promise<{ at: StepRef; record: StepRecord } | undefined> {
-  const jobId = state.steps[finalVideo]?.spec.video_job;
+  const final = state.steps[finalVideo];
+  const jobId = final?.spec.video_job;
   if (typeof jobId !== 'string' || Object.values(state.steps).some((r) => r.remote_job_id === jobId)) return undefined;
-  const job = await (await vendor()).getJob(jobId).catch((e: unknown) => {
+  // The cut lives at the adapter the final assembly's video came from: the one assigned to reworks.
+  const vendor: VendorAdapter = await deps.vendors.open(deps.vendors.assigned('rework'));
+  const job = await vendor.get(jobId).catch((e: unknown) => {
     if (isUnknownJob(e)) return undefined;
     throw e;
   });
@@ -118,18 +109,18 @@ async function forgottenCut(
   if (!job || job.kind !== 'rework' || job.client_ref !== idempotencyKey(state.episode_id, 'rework', round)) {
     return undefined;
   }
-  const at = stepRefOf(state, stepKey('rework', round));
-  return { at, record: submittedRecord(at, job) };
+  const call = new PaidStepCall(deps, stepRefOf(state, stepKey('rework', round)), undefined);
+  return { at: call.at, record: submittedRecord(call, job) };
 }
 
 /** The record of a step the store forgot, as the vendor's job shows it: submitted, with its job and quote. */
-function submittedRecord(at: StepRef, job: VendorJob): StepRecord {
-  return bareRecord(at, {
+function submittedRecord(call: PaidStepCall, job: VendorJob): StepRecord {
+  return call.bareRecord({
     status: 'submitted',
     intent_at: job.accepted_at,
     remote_job_id: job.job_id,
     submitted_at: job.accepted_at,
-    quoted_cost: job.quoted_cost,
+    quoted_cost: job.cost,
   });
 }
 
@@ -152,6 +143,5 @@ function cutChainIsWhole(state: EpisodeState, finalVideo: string): boolean {
 function stepRefOf(state: EpisodeState, key: string): StepRef {
   const match = /^(.+)-r(\d+)$/.exec(key);
   const step: PaidStep = paidStepSchema.parse(match?.[1]);
-  const round = Number(match?.[2]);
-  return { id: state.episode_id, step, round, key, ref: idempotencyKey(state.episode_id, step, round) };
+  return stepRef(state.episode_id, step, Number(match?.[2]));
 }

@@ -8,7 +8,7 @@ import { PipelineError, ErrorType } from '../domain/errors';
 import { failpoint } from '../failpoints';
 import { ledgerProblems, settleBeforeCompletion } from './completion-check';
 import { withFailureMapping } from './failures';
-import type { PaidStepDeps } from './paid-step-record';
+import type { PaidStepDeps } from './paid-step-call';
 import { withReassertion } from './reassertion';
 
 export interface ProgressInput {

@@ -1,6 +1,5 @@
 import type { EpisodeStore } from '../store/episode-store';
-import type { CredentialsLoader } from '../vendor-api/credentials';
-import type { VendorEndpoint } from '../vendor-api/endpoint';
+import type { Vendors } from '../vendors/port';
 import { createAllocationActivities } from './allocation';
 import type { AllocationRecords } from './allocation-records';
 import { createLifecycleActivities } from './episode-lifecycle';
@@ -10,9 +9,8 @@ import { createReviewNoticeActivities, type ReviewNoticeSettings } from './revie
 /** Everything activities need from the outside world; only worker.ts and tests build the real thing. */
 export interface ActivityDeps {
   store: EpisodeStore;
-  /** Read lazily, and only by paid activities after their episode guard has passed. */
-  credentials: CredentialsLoader;
-  vendor: VendorEndpoint;
+  /** Opened (their keys read) only by paid activities, after their episode guard has passed. */
+  vendors: Vendors;
   budgetCents: number;
   pollIntervalMs?: number;
   /** Temporal's records of allocations, to re-assert one the store forgot (reassertion.ts); none: no healing. */

@@ -1,25 +1,24 @@
 /**
- * The step record, the submission protocol's durable memory, and the helpers every paid activity shares: which step,
- * the guard, the vendor client, one write of the record, and the two ways a step stops for an operator.
+ * One paid step, for one activity call: the episode guard, the step record (the submission protocol's durable
+ * memory), the vendor adapter its job lives at, one write of the record, the lookup, and the two ways a step stops
+ * for an operator. Submission, settling, repair and the completion check all work through it.
  */
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { EpisodeState, MediaFile, PaidStep, StepRecord } from '../domain/episode-state';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { idempotencyKey, stepKey } from '../domain/names';
+import { afterLookup } from '../domain/pay-once';
 import type { EpisodeStore } from '../store/episode-store';
-import type { VendorJob } from '../vendor-api/api';
-import { createVendorClient, type VendorClient } from '../vendor-api/client';
-import type { CredentialsLoader } from '../vendor-api/credentials';
-import type { VendorEndpoint } from '../vendor-api/endpoint';
+import type { VendorAdapter, VendorJob, Vendors } from '../vendors/port';
 import { activityContext } from './activity-context';
 import type { AllocationRecords } from './allocation-records';
 import { countSubmission } from './metrics';
 
 export interface PaidStepDeps {
   store: EpisodeStore;
-  credentials: CredentialsLoader;
-  vendor: VendorEndpoint;
-  /** Per-episode cost cap: a submission whose quote would exceed it is refused before anything is sent. */
+  /** The adapters, opened (and their keys read) only after the episode guard. */
+  vendors: Vendors;
+  /** Per-episode cost cap: a submission whose quote (or metered maximum) could exceed it is refused before sending. */
   budgetCents: number;
   /** How often `awaitPaidStep` polls the vendor while a job runs. */
   pollIntervalMs?: number;
@@ -53,113 +52,137 @@ export interface StepRef {
   round: number;
   /** `video-r0`: the record's key in the episode state. */
   key: string;
-  /** The vendor's idempotency key (and `client_ref`) of the step's one submission. */
+  /** The step's correlation value: the vendor's idempotency key (and `client_ref`) of its one submission. */
   ref: string;
 }
 
-/** The guard: the episode must exist before anything else happens (no credentials, no vendor client before it). */
-export async function requireStep(
-  store: EpisodeStore,
-  input: { episodeId: string; step: PaidStep; round: number },
-): Promise<{ at: StepRef; state: EpisodeState }> {
-  const { episodeId: id } = parseEpisodeId(input.episodeId);
-  const state = await store.requireEpisode(id);
-  const at = { id, step: input.step, round: input.round, key: stepKey(input.step, input.round) };
-  return { at: { ...at, ref: idempotencyKey(id, input.step, input.round) }, state };
-}
-
-export function vendorClient(deps: PaidStepDeps, id: EpisodeId): Promise<VendorClient> {
-  return createVendorClient(deps.credentials, {
-    baseUrl: deps.vendor.baseUrl,
-    timeoutMs: deps.vendor.timeoutMs,
-    logger: activityLogger(id),
-  });
-}
-
-/** Read-modify-write of one step record under the episode's lock; `change` sees the record as it is now. */
-export function saveStep(
-  store: EpisodeStore,
-  at: StepRef,
-  change: (record: StepRecord | undefined) => StepRecord,
-): Promise<EpisodeState> {
-  return store.updateEpisode(at.id, (s) => ({ ...s, steps: { ...s.steps, [at.key]: change(s.steps[at.key]) } }));
-}
-
-/** Retryable on purpose: the activity keeps the step parked (polling nothing, submitting nothing) until settled. */
-export function parked(at: StepRef, why: string): never {
-  throw new PipelineError(
-    ErrorType.RemoteJobUnknown,
-    `${at.id} ${at.key} parked: ${why}; check the vendor's billing, then settle it with ` +
-      `\`episodes reconcile ${at.id} --step ${at.key} --remote-job J\``,
-    { episodeId: at.id, step: at.key },
-  );
-}
-
-/** Saves the step as `needs_reconciliation` with the reason (a record the store forgot is written back bare). */
-export async function markNeedsReconciliation(store: EpisodeStore, at: StepRef, why: string): Promise<void> {
-  await saveStep(store, at, (r) => ({ ...(r ?? bareRecord(at, {})), status: 'needs_reconciliation', error: why }));
-  countSubmission('unknown', at.step);
-}
-
-/** Submission's refusal: non-retryable, the step workflow waits for `episodes reconcile` and its signal. */
-export async function needsReconciliation(store: EpisodeStore, at: StepRef, why: string): Promise<never> {
-  await markNeedsReconciliation(store, at, why);
-  throw new PipelineError(
-    ErrorType.SubmissionOutcomeUnknown,
-    `${at.id} ${at.key}: ${why}; settle it with ` +
-      `\`episodes reconcile ${at.id} --step ${at.key} (--remote-job J | --not-submitted)\``,
-    { episodeId: at.id, step: at.key },
-  );
-}
-
-/** The vendor's answer to "which job did this idempotency key create?". */
+/** The vendor's answer to "which job did this step's submission create?". */
 export type Lookup = { found: VendorJob } | { found: null } | { unknown: string };
 
-/** Asks the vendor whether a submission with the step's key created a job: one job, certainly none, or it cannot say. */
-export async function lookUpJob(client: VendorClient, at: StepRef): Promise<Lookup> {
-  const answer = await client.findJobsByClientRef(at.ref);
-  if (!answer.supported) return { unknown: 'the vendor may have accepted this submission and cannot look it up' };
-  if (answer.jobs.length > 1) return { unknown: `the vendor holds ${answer.jobs.length} jobs for one idempotency key` };
-  const job = answer.jobs[0] ?? null;
-  if (job && (job.episode_id !== at.id || job.kind !== at.step)) {
-    throw storeCorrupt(at, `the vendor's job ${job.job_id} for this key is a ${job.kind} of ${job.episode_id}`);
-  }
-  if (job) return { found: job };
-  // "None" is believed only if the vendor's billing agrees: a job it charged and then lost, or accepted while it
-  // ignored keys, is not found by the lookup, and a resend would be charged again.
-  const billed = await client.getBilling({}, at.ref);
-  if (billed.length > 0) {
-    return { unknown: `the vendor billed ${billed.map((c) => c.job_id).join(', ')} for this key and cannot find it` };
-  }
-  return { found: null };
+export function stepRef(id: EpisodeId, step: PaidStep, round: number): StepRef {
+  return { id, step, round, key: stepKey(step, round), ref: idempotencyKey(id, step, round) };
 }
 
-export function storeCorrupt(at: StepRef, why: string): PipelineError {
-  return new PipelineError(ErrorType.StoreCorrupt, `${at.id} ${at.key}: ${why}; nothing was charged or changed`, {
-    episodeId: at.id,
-    step: at.key,
-  });
-}
+export class PaidStepCall {
+  #adapter: Promise<VendorAdapter> | undefined;
 
-/** A record for a step whose record the store forgot entirely: what the vendor says, nothing invented. */
-export function bareRecord(at: StepRef, fields: Partial<StepRecord>): StepRecord {
-  return {
-    step: at.step,
-    round: at.round,
-    idempotency_key: at.ref,
-    status: 'intent',
-    intent_at: new Date().toISOString(),
-    // The spec went with the forgotten write; a step with a vendor job is never sent again, so none is needed.
-    spec: {},
-    remote_job_id: null,
-    submitted_at: null,
-    quoted_cost: null,
-    artifact: null,
-    charged: false,
-    reconciliation: null,
-    error: null,
-    ...fields,
-  };
+  constructor(
+    readonly deps: PaidStepDeps,
+    readonly at: StepRef,
+    /** The record as the call found it (the store may have moved on: writes go through `save`). */
+    readonly record: StepRecord | undefined,
+  ) {}
+
+  /** The guard: the episode must exist before anything else happens (no credentials, no vendor before it). */
+  static async begin(
+    deps: PaidStepDeps,
+    input: { episodeId: string; step: PaidStep; round: number },
+  ): Promise<{ call: PaidStepCall; state: EpisodeState }> {
+    const { episodeId: id } = parseEpisodeId(input.episodeId);
+    const state = await deps.store.requireEpisode(id);
+    const at = stepRef(id, input.step, input.round);
+    return { call: new PaidStepCall(deps, at, state.steps[at.key]), state };
+  }
+
+  /** The adapter the step's job lives at: the one its record names, else the one assigned to its kind now. */
+  vendorName(): string {
+    return this.record?.vendor ?? this.deps.vendors.assigned(this.at.step);
+  }
+
+  vendor(): Promise<VendorAdapter> {
+    this.#adapter ??= this.deps.vendors.open(this.vendorName(), activityLogger(this.at.id));
+    return this.#adapter;
+  }
+
+  /** Read-modify-write of the step record under the episode's lock; `change` sees the record as it is now. */
+  save(change: (record: StepRecord | undefined) => StepRecord): Promise<EpisodeState> {
+    const { id, key } = this.at;
+    return this.deps.store.updateEpisode(id, (s) => ({ ...s, steps: { ...s.steps, [key]: change(s.steps[key]) } }));
+  }
+
+  /** Asks the vendor which job the step's submission created: one, certainly none, or it cannot say. */
+  async lookUp(): Promise<Lookup> {
+    const vendor = await this.vendor();
+    const jobs = vendor.profile.lookup === 'none' ? 'unsupported' : await vendor.find(this.at.ref);
+    if (jobs === 'unsupported') return this.#verdict(vendor, { unsupported: true }, undefined);
+    const job = jobs[0];
+    if (jobs.length === 1 && job && (job.episode_id !== this.at.id || job.kind !== this.at.step)) {
+      throw this.storeCorrupt(`the vendor's job ${job.job_id} for this key is a ${job.kind} of ${job.episode_id}`);
+    }
+    const billed = jobs.length === 0 && vendor.profile.billingJournal ? await vendor.billing(this.at.ref) : null;
+    return this.#verdict(vendor, { jobs: jobs.length, billed: (billed?.length ?? 0) > 0 }, job, billed);
+  }
+
+  #verdict(
+    vendor: VendorAdapter,
+    facts: Parameters<typeof afterLookup>[1],
+    job: VendorJob | undefined,
+    billed?: { job_id: string }[] | null,
+  ): Lookup {
+    const verdict = afterLookup(vendor.profile, facts);
+    if ('adopt' in verdict && job) return { found: job };
+    if ('send' in verdict) return { found: null };
+    const why = 'park' in verdict ? verdict.park : 'the vendor cannot say';
+    return { unknown: billed?.length ? `${why} (${billed.map((c) => c.job_id).join(', ')})` : why };
+  }
+
+  /** Retryable on purpose: the activity keeps the step parked (polling nothing, submitting nothing) until settled. */
+  park(why: string): never {
+    const { id, key } = this.at;
+    throw new PipelineError(
+      ErrorType.RemoteJobUnknown,
+      `${id} ${key} parked: ${why}; check the vendor's billing, then settle it with ` +
+        `\`episodes reconcile ${id} --step ${key} --remote-job J\``,
+      { episodeId: id, step: key },
+    );
+  }
+
+  /** Saves the step as `needs_reconciliation` with the reason (a record the store forgot is written back bare). */
+  async markNeedsReconciliation(why: string): Promise<void> {
+    await this.save((r) => ({ ...(r ?? this.bareRecord({})), status: 'needs_reconciliation', error: why }));
+    countSubmission('unknown', this.at.step);
+  }
+
+  /** Submission's refusal: non-retryable, the step workflow waits for `episodes reconcile` and its signal. */
+  async needsReconciliation(why: string): Promise<never> {
+    await this.markNeedsReconciliation(why);
+    const { id, key } = this.at;
+    throw new PipelineError(
+      ErrorType.SubmissionOutcomeUnknown,
+      `${id} ${key}: ${why}; settle it with \`episodes reconcile ${id} --step ${key} (--remote-job J | --not-submitted)\``,
+      { episodeId: id, step: key },
+    );
+  }
+
+  storeCorrupt(why: string): PipelineError {
+    const { id, key } = this.at;
+    return new PipelineError(ErrorType.StoreCorrupt, `${id} ${key}: ${why}; nothing was charged or changed`, {
+      episodeId: id,
+      step: key,
+    });
+  }
+
+  /** A record for a step whose record the store forgot entirely: what the vendor says, nothing invented. */
+  bareRecord(fields: Partial<StepRecord>): StepRecord {
+    return {
+      step: this.at.step,
+      round: this.at.round,
+      idempotency_key: this.at.ref,
+      status: 'intent',
+      intent_at: new Date().toISOString(),
+      // The spec went with the forgotten write; a step with a vendor job is never sent again, so none is needed.
+      spec: {},
+      remote_job_id: null,
+      submitted_at: null,
+      quoted_cost: null,
+      artifact: null,
+      charged: false,
+      reconciliation: null,
+      error: null,
+      ...(this.vendorName() === 'native' ? {} : { vendor: this.vendorName() }),
+      ...fields,
+    };
+  }
 }
 
 /** The activity's SDK logger (workflow and activity ids attached by the SDK) plus the episode; none outside one. */

@@ -1,30 +1,22 @@
 /**
- * Submission: intent (idempotency key) saved → submit → reference + quote saved. An intent without a reference is
- * looked up at the vendor before anything is sent again; an outcome nobody can tell parks the step for an operator.
+ * Submission: intent saved → submit → reference (and quote) saved. An intent without a reference is looked up at the
+ * vendor before anything is sent again; an outcome nobody can tell parks the step for an operator. What "looked up"
+ * and "certainly not sent" mean for a vendor comes from its profile (domain/pay-once.ts).
  */
 import type { EpisodeState, StepRecord } from '../domain/episode-state';
 import { PipelineError, ErrorType } from '../domain/errors';
+import { committedCents, mayHaveSent, reserveCents } from '../domain/pay-once';
 import { failpoint } from '../failpoints';
-import type { VendorJob } from '../vendor-api/api';
-import type { VendorClient } from '../vendor-api/client';
 import { isVendorError } from '../vendor-api/vendor-error';
+import type { VendorJob } from '../vendors/port';
 import { activityContext } from './activity-context';
 import { countBudgetRefusal, countSubmission } from './metrics';
-import {
-  lookUpJob,
-  needsReconciliation,
-  requireStep,
-  saveStep,
-  vendorClient,
-  type PaidStepInput,
-  type SubmittedStep,
-  type PaidStepDeps,
-  type StepRef,
-} from './paid-step-record';
+import { PaidStepCall, type PaidStepDeps, type PaidStepInput, type SubmittedStep } from './paid-step-call';
 
 export async function submitPaidStep(deps: PaidStepDeps, input: PaidStepInput): Promise<SubmittedStep> {
-  const { at, state } = await requireStep(deps.store, input);
-  let record = state.steps[at.key];
+  const { call, state } = await PaidStepCall.begin(deps, input);
+  const { at } = call;
+  let record = call.record;
   if (record?.remote_job_id) return { remoteJobId: record.remote_job_id };
   if (record?.status === 'needs_reconciliation') {
     throw new PipelineError(
@@ -32,125 +24,98 @@ export async function submitPaidStep(deps: PaidStepDeps, input: PaidStepInput): 
       `${at.id} ${at.key} is waiting for \`episodes reconcile\``,
     );
   }
-
-  const client = await vendorClient(deps, at.id);
   // An earlier attempt saved the intent and may have sent it. So may any earlier attempt of a retry: a restore can
-  // take the record back to before that attempt's intent (none at all, or an older attempt's `not_submitted`) and
-  // forget everything after it. Find out before sending anything.
-  const mayHaveSent = record?.status === 'intent' || isRetry();
+  // take the record back to before that attempt's intent and forget everything after it. Find out before sending.
+  const maySent = mayHaveSent(record, activityContext()?.info.attempt ?? 1);
   if (record?.status !== 'intent') {
-    await checkBudget(deps, client, at, state);
-    const intent = newIntent(input, at.ref, record);
-    await saveStep(deps.store, at, () => intent);
+    const reserved = await checkBudget(call, state);
+    const intent = newIntent(call, input, reserved);
+    await call.save(() => intent);
     record = intent;
     await failpoint('submission.intent-saved');
   }
-  if (mayHaveSent) {
-    const job = await earlierJob(deps, client, at);
-    if (job) return found(deps, at, job);
+  if (maySent) {
+    const job = await earlierJob(call);
+    if (job) return found(call, job);
   }
-  return send(deps, client, at, record.spec);
-}
-
-/** Temporal ran this activity before (attempt > 1); outside an activity (a CLI) there is no earlier attempt. */
-function isRetry(): boolean {
-  return (activityContext()?.info.attempt ?? 1) > 1;
+  return send(call, record.spec);
 }
 
 /** Sends the saved spec once; an answer that leaves the outcome unknown is settled by a lookup, never a resend. */
-async function send(
-  deps: PaidStepDeps,
-  client: VendorClient,
-  at: StepRef,
-  spec: Record<string, unknown>,
-): Promise<SubmittedStep> {
+async function send(call: PaidStepCall, spec: Record<string, unknown>): Promise<SubmittedStep> {
+  const { at } = call;
+  const vendor = await call.vendor();
   let accepted;
   try {
-    accepted = await client.submitJob({ kind: at.step, episode_id: at.id, spec }, at.ref);
+    accepted = await vendor.submit({ step: at.step, episodeId: at.id, spec, ref: at.ref });
   } catch (e) {
     if (!isVendorError(e) || e.outcome === null) throw e;
     if (e.outcome === 'not-accepted') {
       // Certainly not accepted: the next attempt may send again (same key, same body).
-      await saveStep(deps.store, at, (r) => ({ ...r!, status: 'not_submitted', error: e.message }));
+      await call.save((r) => ({ ...r!, status: 'not_submitted', error: e.message }));
       throw e;
     }
-    const job = await earlierJob(deps, client, at);
-    if (job) return found(deps, at, job);
-    await saveStep(deps.store, at, (r) => ({ ...r!, status: 'not_submitted', error: e.message }));
+    const job = await earlierJob(call);
+    if (job) return found(call, job);
+    await call.save((r) => ({ ...r!, status: 'not_submitted', error: e.message }));
     throw new PipelineError(ErrorType.VendorUnavailable, `${e.message}; the vendor confirms it has no such job`);
   }
   countSubmission('accepted', at.step);
   await failpoint('submission.accepted');
-  return saveReference(deps, at, accepted);
+  return saveReference(call, accepted);
 }
 
 /** The job an earlier attempt created, null when the vendor certainly has none; parks the step when it cannot say. */
-async function earlierJob(deps: PaidStepDeps, client: VendorClient, at: StepRef): Promise<VendorJob | null> {
-  const answer = await lookUpJob(client, at);
-  if ('unknown' in answer) return needsReconciliation(deps.store, at, answer.unknown);
+async function earlierJob(call: PaidStepCall): Promise<VendorJob | null> {
+  const answer = await call.lookUp();
+  if ('unknown' in answer) return call.needsReconciliation(answer.unknown);
   return answer.found;
 }
 
-async function checkBudget(deps: PaidStepDeps, client: VendorClient, at: StepRef, state: EpisodeState) {
-  const quote = (await client.getPrices())[at.step];
+/** Refuses a step whose quote (or metered maximum) could exceed what is left; returns what the step holds. */
+async function checkBudget(call: PaidStepCall, state: EpisodeState): Promise<number> {
+  const { at, deps } = call;
+  const vendor = await call.vendor();
+  const price = (await vendor.prices())[at.step];
+  const reserve = reserveCents(vendor.profile, at.step, { amount_cents: price.max_cents, currency: price.currency });
   const committed = committedCents(state);
-  if (committed + quote.amount_cents > deps.budgetCents) {
+  if (committed + reserve > deps.budgetCents) {
     countBudgetRefusal(at.step);
     throw new PipelineError(
       ErrorType.BudgetExceeded,
-      `${at.id} ${at.key}: quote ${quote.amount_cents} + committed ${committed} exceeds the budget of ${deps.budgetCents} cents`,
-      { episodeId: at.id, quote: quote.amount_cents, committed, budget: deps.budgetCents },
+      `${at.id} ${at.key}: quote ${reserve} + committed ${committed} exceeds the budget of ${deps.budgetCents} cents`,
+      { episodeId: at.id, quote: reserve, committed, budget: deps.budgetCents },
     );
   }
+  return reserve;
 }
 
-async function saveReference(
-  deps: PaidStepDeps,
-  at: StepRef,
-  job: Pick<VendorJob, 'job_id' | 'quoted_cost'>,
-): Promise<SubmittedStep> {
-  await saveStep(deps.store, at, (r) => ({
+async function saveReference(call: PaidStepCall, job: VendorJob): Promise<SubmittedStep> {
+  await call.save((r) => ({
     ...r!,
     status: 'submitted',
     remote_job_id: job.job_id,
     submitted_at: new Date().toISOString(),
-    quoted_cost: job.quoted_cost,
+    quoted_cost: job.cost,
     error: null,
   }));
   await failpoint('submission.reference-saved');
   return { remoteJobId: job.job_id };
 }
 
-/** An earlier attempt's job, found at the vendor by its idempotency key: adopted, never sent again. */
-function found(deps: PaidStepDeps, at: StepRef, job: VendorJob): Promise<SubmittedStep> {
-  countSubmission('found_by_idempotency_key', at.step);
-  return saveReference(deps, at, job);
+/** An earlier attempt's job, found at the vendor by the step's key or correlation: adopted, never sent again. */
+function found(call: PaidStepCall, job: VendorJob): Promise<SubmittedStep> {
+  countSubmission('found_by_idempotency_key', call.at.step);
+  return saveReference(call, job);
 }
 
-/** Money already spent or promised: ledger entries plus accepted jobs not charged yet. */
-export function committedCents(state: EpisodeState): number {
-  const charged = state.ledger.reduce((sum, l) => sum + l.amount_cents, 0);
-  const pending = Object.values(state.steps)
-    .filter((s) => s.remote_job_id !== null && !s.charged)
-    .reduce((sum, s) => sum + (s.quoted_cost?.amount_cents ?? 0), 0);
-  return charged + pending;
-}
-
-function newIntent(input: PaidStepInput, ref: string, previous: StepRecord | undefined): StepRecord {
+function newIntent(call: PaidStepCall, input: PaidStepInput, reservedCents: number): StepRecord {
+  const previous = call.record;
   return {
-    step: input.step,
-    round: input.round,
-    idempotency_key: ref,
-    status: 'intent',
-    intent_at: new Date().toISOString(),
+    ...call.bareRecord({}),
     // A resend after "certainly not accepted" must carry the same body, or the vendor answers 422.
     spec: previous?.spec ?? input.spec,
-    remote_job_id: null,
-    submitted_at: null,
-    quoted_cost: null,
-    artifact: null,
-    charged: false,
     reconciliation: previous?.reconciliation ?? null,
-    error: null,
+    reserved_cents: reservedCents,
   };
 }

@@ -12,12 +12,12 @@
  */
 import { withFailureMapping } from './failures';
 import { withHeartbeat } from './heartbeat';
-import type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-record';
+import type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-call';
 import { awaitPaidStep } from './paid-step-settle';
 import { submitPaidStep } from './paid-step-submit';
 import { withReassertion } from './reassertion';
 
-export type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-record';
+export type { CompletedStep, PaidStepDeps, PaidStepInput, SubmittedStep } from './paid-step-call';
 
 /** The activities the workflows call, by these names and signatures (recorded histories replay against them). */
 export function createPaidStepActivities(deps: PaidStepDeps) {

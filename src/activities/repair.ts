@@ -10,13 +10,12 @@ import { isDeepStrictEqual } from 'node:util';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { EpisodeState, HistoryEntry, LedgerEntry } from '../domain/episode-state';
 import { isPipelineError, PipelineError } from '../domain/errors';
-import { idempotencyKey, stepKey } from '../domain/names';
 import { paidStepSchema } from '../domain/paid-step';
 import { ErrorType } from '../domain/errors';
 import { ledgerProblems } from './completion-check';
 import type { RecordedCompletion, RecordedProduction } from './completion-records';
 import type { ParkedStep } from './parked-steps';
-import { bareRecord, markNeedsReconciliation, vendorClient, type PaidStepDeps, type StepRef } from './paid-step-record';
+import { PaidStepCall, stepRef, type PaidStepDeps } from './paid-step-call';
 import { settledStep, settleStep } from './paid-step-settle';
 import { reassertForgotten } from './reassertion';
 
@@ -86,14 +85,13 @@ async function checkOwner(deps: PaidStepDeps, id: EpisodeId, storedKey: string |
  */
 export async function repairParkedStep(deps: PaidStepDeps, p: ParkedStep, dryRun: boolean): Promise<RepairAction[]> {
   const { episodeId: id } = parseEpisodeId(p.episodeId);
-  const key = stepKey(p.step, p.round);
-  const at: StepRef = { id, step: p.step, round: p.round, key, ref: idempotencyKey(id, p.step, p.round) };
+  const at = stepRef(id, p.step, p.round);
   const state = await deps.store.getEpisode(id);
   const act = (action: RepairAction['action'], detail: string): RepairAction[] => [{ episode_id: id, action, detail }];
   if (!state) return act('refused', `${at.key} parked in Temporal, and the store has no such episode`);
   const record = state.steps[at.key];
   if (record?.status === 'needs_reconciliation' || record?.remote_job_id) return [];
-  if (!dryRun) await markNeedsReconciliation(deps.store, at, p.why);
+  if (!dryRun) await new PaidStepCall(deps, at, record).markNeedsReconciliation(p.why);
   return act(
     'step-parked',
     `${at.key} parked in Temporal, its record forgotten (${record?.status ?? 'none'}): ${p.why}`,
@@ -113,21 +111,14 @@ async function reapplyCompletion(deps: PaidStepDeps, { input, entry }: RecordedC
   const { episodeId: id } = parseEpisodeId(input.episodeId);
   const before = await deps.store.requireEpisode(id);
   if (before.status !== 'completed') {
-    const client = await vendorClient(deps, id);
     for (const job of entry.remote_jobs) {
-      const step = paidStepSchema.parse(job.step);
-      const at: StepRef = {
-        id,
-        step,
-        round: job.round,
-        key: stepKey(step, job.round),
-        ref: idempotencyKey(id, step, job.round),
-      };
+      const at = stepRef(id, paidStepSchema.parse(job.step), job.round);
       const record = before.steps[at.key];
       if (settledStep(before, at.key) || record?.status === 'failed') continue;
       // The job Temporal recorded; the wait checks it is the vendor's job for this step's key before charging it.
-      const named = record ?? bareRecord(at, { status: 'submitted', remote_job_id: job.remote_job_id });
-      await settleStep(deps, client, at, named).catch((e: unknown) => {
+      const bare = new PaidStepCall(deps, at, undefined);
+      const named = record ?? bare.bareRecord({ status: 'submitted', remote_job_id: job.remote_job_id });
+      await settleStep(new PaidStepCall(deps, at, named)).catch((e: unknown) => {
         if (isPipelineError(e, ErrorType.VendorRejected)) return; // a failed job: charged, its step stays failed
         throw e;
       });

@@ -8,6 +8,7 @@ import { ErrorType } from '../domain/errors';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import { printJson, type CliContext } from './context';
+import { nativeVendors } from '../vendors/directory';
 
 /**
  * `repair`: after a restore from backup or a failover, puts back what Temporal recorded and the store forgot
@@ -26,8 +27,7 @@ export function registerRepairCommands(program: Command, ctx: CliContext): void 
       const client = await ctx.getClient();
       const deps = {
         store: ctx.getStore(),
-        credentials: envCredentialsLoader(process.env),
-        vendor: vendorEndpointFromEnv(),
+        vendors: nativeVendors(envCredentialsLoader(process.env), vendorEndpointFromEnv()),
         budgetCents: ctx.config.budgetCents,
         allocationRecords: temporalAllocationRecords(client),
       };

@@ -34,6 +34,7 @@ import {
   describeRouting,
   loadDeploymentSettings,
 } from './worker-deployment';
+import { nativeVendors } from '../vendors/directory';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
 export function openWorkerStore(): EpisodeStore {
@@ -44,8 +45,10 @@ export function buildDeps(config: PipelineConfig, store: EpisodeStore, logger?: 
   return {
     store,
     // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
-    credentials: envCredentialsLoader(process.env, logger ? { warn: (message) => void logger.warn(message) } : {}),
-    vendor: vendorEndpointFromEnv(),
+    vendors: nativeVendors(
+      envCredentialsLoader(process.env, logger ? { warn: (message) => void logger.warn(message) } : {}),
+      vendorEndpointFromEnv(),
+    ),
     budgetCents: config.budgetCents,
     reviewNotice: loadReviewNoticeSettings(),
   };

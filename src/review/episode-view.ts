@@ -3,7 +3,7 @@
  * what it cost, the rounds before it with their notes and decisions, and (with the vendor's prices) what each choice
  * will cost.
  */
-import { committedCents } from '../activities/paid-step-submit';
+import { committedCents } from '../domain/pay-once';
 import type { DecisionRecord, EpisodeState, Money, PaidStep, StepRecord } from '../domain/episode-state';
 import { stepKey } from '../domain/names';
 import type { Prices } from '../vendor-api/api';

@@ -7,6 +7,7 @@ import {
   type VendorSimulator,
   type VendorSimulatorOptions,
 } from '../../src/vendor-sim/simulator';
+import { nativeVendors } from '../../src/vendors/directory';
 
 /** Distinctive, so that a leak into a history, a log or a file is unmistakable. */
 export const WORKFLOW_TEST_API_KEY = 'sk-wf-test-SECRET-5b1e0c9d';
@@ -38,8 +39,7 @@ export function testDeps(
 ): ActivityDeps {
   return {
     store,
-    credentials,
-    vendor: { baseUrl: new URL(vendor.url), timeoutMs: 2_000 },
+    vendors: nativeVendors(credentials, { baseUrl: new URL(vendor.url), timeoutMs: 2_000 }),
     budgetCents: 20_000,
     pollIntervalMs: 20,
     ...extra,

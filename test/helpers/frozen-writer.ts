@@ -5,19 +5,18 @@
  * The store and EPISODES_FAILPOINTS come from the environment; the lock tests freeze it inside the write.
  */
 import { charged } from '../../src/activities/paid-step-settle';
-import { saveStep, bareRecord, type StepRef } from '../../src/activities/paid-step-record';
+import { PaidStepCall, stepRef, type PaidStepDeps, type StepRef } from '../../src/activities/paid-step-call';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import { isPipelineError } from '../../src/domain/errors';
-import { idempotencyKey } from '../../src/domain/names';
 import { paidStepSchema } from '../../src/domain/paid-step';
+import type { EpisodeStore } from '../../src/store/episode-store';
 import { openStore } from '../../src/store/open-store';
 
 /** The step `key` (`video-r0`) of episode `raw`, as the paid activities name it. */
 export function stepRefOf(raw: string, key: string): StepRef {
   const { episodeId: id } = parseEpisodeId(raw);
   const [, name, round] = /^(.+)-r(\d+)$/.exec(key) ?? [];
-  const step = paidStepSchema.parse(name);
-  return { id, step, round: Number(round), key, ref: idempotencyKey(id, step, Number(round)) };
+  return stepRef(id, paidStepSchema.parse(name), Number(round));
 }
 
 /** A vendor job of that step, finished and charged 3.00 USD (a failed one: no artifact to keep on disk). */
@@ -27,10 +26,22 @@ export function jobOf(at: StepRef, jobId: string) {
     kind: at.step,
     episode_id: at.id,
     status: 'failed' as const,
-    quoted_cost: { amount_cents: 300, currency: 'USD' },
-    artifact_id: null,
+    cost: { amount_cents: 300, currency: 'USD' },
+    artifact: null,
     client_ref: at.ref,
     accepted_at: new Date().toISOString(),
+  };
+}
+
+/** Paid-step deps for writes that never reach a vendor (opening one fails the test). */
+export function bookkeepingDeps(store: EpisodeStore): PaidStepDeps {
+  return {
+    store,
+    budgetCents: 0,
+    vendors: {
+      assigned: () => 'native',
+      open: () => Promise.reject(new Error('a bookkeeping write must not open a vendor')),
+    },
   };
 }
 
@@ -39,10 +50,11 @@ async function main(): Promise<void> {
   const at = stepRefOf(raw, key);
   const store = openStore();
   try {
-    if (kind === 'step') await saveStep(store, at, () => bareRecord(at, {}));
+    const call = new PaidStepCall(bookkeepingDeps(store), at, undefined);
+    if (kind === 'step') await call.save(() => call.bareRecord({}));
     else if (kind === 'charge') {
       const job = jobOf(at, `job-${process.pid}`);
-      await store.updateEpisode(at.id, (s) => charged(s, { at, job, vouched: true }, null, 'failed'));
+      await store.updateEpisode(at.id, (s) => charged(s, { call, job, cost: job.cost, vouched: true }, null, 'failed'));
     } else throw new Error(`unknown write ${kind}`);
     process.stdout.write('ok');
   } catch (e) {

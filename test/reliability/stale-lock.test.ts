@@ -9,7 +9,7 @@ import { promises as fs, mkdtempSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { allocateEpisodeOn } from '../../src/activities/allocation';
-import { saveStep, bareRecord } from '../../src/activities/paid-step-record';
+import { PaidStepCall } from '../../src/activities/paid-step-call';
 import { charged } from '../../src/activities/paid-step-settle';
 import { parseEpisodeId } from '../../src/domain/episode-id';
 import { ErrorType } from '../../src/domain/errors';
@@ -17,7 +17,7 @@ import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { AllocOutcome } from '../helpers/alloc-client';
 import { startTestVendor } from '../helpers/deps';
-import { jobOf, stepRefOf } from '../helpers/frozen-writer';
+import { bookkeepingDeps, jobOf, stepRefOf } from '../helpers/frozen-writer';
 import { collect, freezeAtFailpoint, runNode, spawnNode } from '../helpers/processes';
 import { assertInvariants, formatTable, reportTable } from '../helpers/reliability';
 
@@ -199,10 +199,13 @@ describe('a holder frozen (SIGSTOP) past the stale time, then resumed: the lock 
       await freezeAtFailpoint(frozen, 'fs.write');
       // The new holder writes the same kind of record, for another step.
       const cover = stepRefOf(episodeId, 'cover-r0');
-      if (kind === 'step') await saveStep(store, cover, () => bareRecord(cover, {}));
+      const call = new PaidStepCall(bookkeepingDeps(store), cover, undefined);
+      if (kind === 'step') await call.save(() => call.bareRecord({}));
       else {
         const job = jobOf(cover, 'job-new-holder');
-        await store.updateEpisode(cover.id, (s) => charged(s, { at: cover, job, vouched: true }, null, 'failed'));
+        await store.updateEpisode(cover.id, (s) =>
+          charged(s, { call, job, cost: job.cost, vouched: true }, null, 'failed'),
+        );
       }
       frozen.kill('SIGCONT');
       const r = await result;

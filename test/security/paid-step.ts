@@ -6,6 +6,7 @@ import type { EpisodeStore } from '../../src/store/episode-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import type { CredentialsLoader } from '../../src/vendor-api/credentials';
 import { spyingCredentials } from '../helpers/deps';
+import { nativeVendors } from '../../src/vendors/directory';
 
 export interface CoverStep {
   /** Submits the cover job (saves intent and reference). */
@@ -22,8 +23,7 @@ export function coverStep(
 ): CoverStep {
   const acts = createPaidStepActivities({
     store,
-    credentials,
-    vendor: { baseUrl: new URL(vendor.url), timeoutMs: 2_000 },
+    vendors: nativeVendors(credentials, { baseUrl: new URL(vendor.url), timeoutMs: 2_000 }),
     budgetCents: 20_000,
     pollIntervalMs: 20,
   });

@@ -15,8 +15,8 @@ import { LATEST_SCHEMA_VERSION } from '../../src/store/postgres-migrations';
 import type { AllocOutcome } from '../helpers/alloc-client';
 import { freshDatabase, withDatabase } from '../helpers/postgres';
 import { collect, freezeAtFailpoint, runNode, spawnNode } from '../helpers/processes';
-import { bareRecord, saveStep } from '../../src/activities/paid-step-record';
-import { stepRefOf } from '../helpers/frozen-writer';
+import { PaidStepCall } from '../../src/activities/paid-step-call';
+import { bookkeepingDeps, stepRefOf } from '../helpers/frozen-writer';
 import { allocationViolations, describeStoreContract, type StoreUnderTest } from '../helpers/store-contract';
 import { sleep } from '../helpers/wait';
 import { succeededStep } from '../helpers/episode-builders';
@@ -295,7 +295,8 @@ describe('postgres store specifics', function () {
         const cover = stepRefOf(episodeId, 'cover-r0');
         const patient = new PostgresEpisodeStore({ url: t.url, lockTimeoutMs: 30_000 });
         try {
-          await saveStep(patient, cover, () => bareRecord(cover, {}));
+          const call = new PaidStepCall(bookkeepingDeps(patient), cover, undefined);
+          await call.save(() => call.bareRecord({}));
         } finally {
           await patient.close();
         }

@@ -33,6 +33,7 @@ import { sleep, until } from '../helpers/wait';
 import { capturedLogs } from '../helpers/setup';
 import { createTestEnv, createTestWorker, temporalCliPath, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { paidStepWorkflowId, productionWorkflowId } from '../../src/domain/names';
+import { nativeVendors } from '../../src/vendors/directory';
 
 const execFileAsync = promisify(execFile);
 
@@ -410,7 +411,7 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
         await h.signal(approveSignal, { by: 'editor' });
         assert.equal((await h.result()).outcome, 'completed');
       },
-      { vendor: { baseUrl: new URL(vendor.url), timeoutMs: 500 } },
+      { vendors: nativeVendors(spyingCredentials(), { baseUrl: new URL(vendor.url), timeoutMs: 500 }) },
     );
     assert.ok(
       vendor.requests().some((r) => r.status === 503),

@@ -1,0 +1,80 @@
+/**
+ * The vendor port: what a paid step needs from any vendor, whatever its API. An adapter translates one vendor's API
+ * to it and declares the vendor's promises in its profile (domain/vendor-profile.ts); the paid step obeys the rules
+ * derived from the profile (domain/pay-once.ts). Failures are `VendorError`s whose `outcome` says, for a submission,
+ * whether the vendor certainly created nothing (`not-accepted`) or may have (`unknown`).
+ */
+import type { EpisodeId } from '../domain/episode-id';
+import type { Money } from '../domain/episode-state';
+import type { PaidStep } from '../domain/paid-step';
+import type { VendorProfile } from '../domain/vendor-profile';
+
+export interface Submission {
+  step: PaidStep;
+  episodeId: EpisodeId;
+  spec: Record<string, unknown>;
+  /** The step's one correlation value (`episode:step:rN`): its idempotency key, or echoed back where the vendor can. */
+  ref: string;
+}
+
+export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed';
+
+/** One vendor job, as every adapter shows it. */
+export interface VendorJob {
+  job_id: string;
+  kind: PaidStep;
+  episode_id: string;
+  status: JobStatus;
+  /** Fixed pricing: the quote from acceptance on. Metered: null until the job ends, then the amount billed. */
+  cost: Money | null;
+  /** What `download` fetches once the job succeeded; null before (or for a failure). */
+  artifact: string | null;
+  /** The correlation value the vendor holds for the job; null when it keeps none. */
+  client_ref: string | null;
+  accepted_at: string;
+}
+
+/** A job the vendor charged, from its journal. */
+export interface VendorCharge {
+  job_id: string;
+  kind: PaidStep;
+  episode_id: string;
+  client_ref: string | null;
+  amount_cents: number;
+  currency: string;
+}
+
+/** What a step will cost before it is sent: one amount for fixed pricing, a range for metered. */
+export interface PriceRange {
+  min_cents: number;
+  max_cents: number;
+  currency: string;
+}
+
+export interface VendorAdapter {
+  readonly name: string;
+  readonly profile: VendorProfile;
+  prices(): Promise<Record<PaidStep, PriceRange>>;
+  /** Sends once; no retries inside. The answer's `cost` is the quote (fixed) or null (metered). */
+  submit(s: Submission): Promise<VendorJob>;
+  /** The jobs the step's submission created, by key or correlation; `unsupported` when the vendor cannot say. */
+  find(ref: string): Promise<VendorJob[] | 'unsupported'>;
+  /** Throws a `VendorError` with status 404 (`isUnknownJob`) when the vendor does not know the job. */
+  get(jobId: string): Promise<VendorJob>;
+  download(job: VendorJob): Promise<Buffer>;
+  /** The vendor's charges, all or for one correlation value; null when it shows none (`profile.billingJournal`). */
+  billing(ref?: string): Promise<VendorCharge[] | null>;
+}
+
+/** Logs of a vendor call carry method, path, status: never a key. Compatible with the activity log and `console`. */
+export interface VendorLogger {
+  debug(message: string, meta?: Record<string, unknown>): void;
+  warn(message: string, meta?: Record<string, unknown>): void;
+}
+
+/** Opens the adapter a step's job lives at (credentials are read here, so only after the episode guard). */
+export interface Vendors {
+  /** The adapter assigned to new jobs of this kind. */
+  assigned(step: PaidStep): string;
+  open(name: string, logger?: VendorLogger): Promise<VendorAdapter>;
+}
