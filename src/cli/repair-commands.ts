@@ -5,10 +5,8 @@ import { parkedSteps } from '../activities/parked-steps';
 import { repairParkedStep, repairProduction, type RepairAction } from '../activities/repair';
 import { PipelineError } from '../domain/errors';
 import { ErrorType } from '../domain/errors';
-import { envCredentialsLoader } from '../vendor-api/credentials';
-import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import { printJson, type CliContext } from './context';
-import { nativeVendors } from '../vendors/directory';
+import { vendorsFromEnv } from '../vendors/directory';
 
 /**
  * `repair`: after a restore from backup or a failover, puts back what Temporal recorded and the store forgot
@@ -27,7 +25,7 @@ export function registerRepairCommands(program: Command, ctx: CliContext): void 
       const client = await ctx.getClient();
       const deps = {
         store: ctx.getStore(),
-        vendors: nativeVendors(envCredentialsLoader(process.env), vendorEndpointFromEnv()),
+        vendors: vendorsFromEnv(process.env),
         budgetCents: ctx.config.budgetCents,
         allocationRecords: temporalAllocationRecords(client),
       };

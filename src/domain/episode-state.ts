@@ -66,7 +66,7 @@ export const stepRecordSchema = z.strictObject({
     .nullable(),
   error: z.string().nullable(),
   /** The adapter the step's job lives at (absent: native); a settle always goes back to it. */
-  vendor: z.string().max(32).optional(),
+  vendor: z.string().max(200).optional(),
   /** Budget held for the step while its cost is unknown (a metered step's declared maximum). */
   reserved_cents: z.number().int().nonnegative().optional(),
 });

@@ -14,8 +14,6 @@ import { snakeCaseMetricTags } from '../activities/metrics';
 import { describeWebhook, type ReviewNoticeSettings } from '../activities/review-notice';
 import { SCHEDULE_ID } from '../domain/names';
 import type { PipelineConfig } from './config';
-import { envCredentialsLoader } from '../vendor-api/credentials';
-import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import type { EpisodeStore } from '../store/episode-store';
 import { openStore, prepareStore, storeApplicationName } from '../store/open-store';
 import { connectNativeConnection, describeSettings } from './temporal-connection';
@@ -34,7 +32,7 @@ import {
   describeRouting,
   loadDeploymentSettings,
 } from './worker-deployment';
-import { nativeVendors } from '../vendors/directory';
+import { vendorsFromEnv } from '../vendors/directory';
 
 /** The store comes from the environment: EPISODES_STORE_URL (PostgreSQL), else the file store (EPISODES_DATA_DIR). */
 export function openWorkerStore(): EpisodeStore {
@@ -45,10 +43,7 @@ export function buildDeps(config: PipelineConfig, store: EpisodeStore, logger?: 
   return {
     store,
     // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
-    vendors: nativeVendors(
-      envCredentialsLoader(process.env, logger ? { warn: (message) => void logger.warn(message) } : {}),
-      vendorEndpointFromEnv(),
-    ),
+    vendors: vendorsFromEnv(process.env, logger ? (message) => void logger.warn(message) : undefined),
     budgetCents: config.budgetCents,
     reviewNotice: loadReviewNoticeSettings(),
   };

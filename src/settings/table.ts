@@ -39,6 +39,12 @@ const list = z.string().transform((text) =>
     .filter((item) => item !== ''),
 );
 
+/** `adapter` or `adapter:model` (src/vendors/directory.ts checks the adapter exists). */
+const vendorSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,31}(:[A-Za-z0-9._/-]{1,160})?$/, 'is `adapter` or `adapter:model`')
+  .default('native');
+
 export const SETTINGS = {
   // ---- the store ----
   EPISODES_STORE_URL: {
@@ -168,6 +174,28 @@ export const SETTINGS = {
     meaning: 'a file holding the vendor API key (surrounding whitespace trimmed)',
     schema: z.string().optional(),
     formerly: ['VENDOR_API_KEY_FILE'],
+  },
+  EPISODES_VENDOR_VIDEO: {
+    group: 'vendor',
+    meaning: 'the vendor of video steps: `native`, or `adapter:model` (docs/vendors.md); `episodes vendors` lists them',
+    schema: vendorSchema,
+  },
+  EPISODES_VENDOR_COVER: {
+    group: 'vendor',
+    meaning: 'the vendor of cover steps: `native`, or `adapter:model` (docs/vendors.md); `episodes vendors` lists them',
+    schema: vendorSchema,
+  },
+  EPISODES_VENDOR_REWORK: {
+    group: 'vendor',
+    meaning:
+      'the vendor of rework steps: `native`, or `adapter:model` (docs/vendors.md); `episodes vendors` lists them',
+    schema: vendorSchema,
+  },
+  EPISODES_VENDOR_ASSEMBLY: {
+    group: 'vendor',
+    meaning:
+      'the vendor of assembly steps: `native`, or `adapter:model` (docs/vendors.md); `episodes vendors` lists them',
+    schema: vendorSchema,
   },
   EPISODES_VENDOR_TIMEOUT_MS: {
     group: 'vendor',

@@ -1,37 +1,81 @@
-/** Which adapter a step's jobs go to, and how each is opened (its endpoint and key, read only when opened). */
-import type { PaidStep } from '../domain/paid-step';
+/**
+ * Which adapter a step's jobs go to, and how each is opened. A step's vendor is written `adapter` or `adapter:model`
+ * (`fal:fal-ai/flux/dev`): the settings assign one per kind, and each step record keeps the one its job went to, so
+ * a settle goes back there whatever the settings say later. Keys are read only when an adapter is opened.
+ */
 import { PipelineError, ErrorType } from '../domain/errors';
+import { PAID_STEPS, type PaidStep } from '../domain/paid-step';
+import { readSettings } from '../settings/read';
 import { createVendorClient } from '../vendor-api/client';
-import type { CredentialsLoader } from '../vendor-api/credentials';
-import type { VendorEndpoint } from '../vendor-api/endpoint';
+import { envCredentialsLoader, type CredentialsLoader } from '../vendor-api/credentials';
+import { vendorEndpointFromEnv, type VendorEndpoint } from '../vendor-api/endpoint';
 import { nativeAdapter } from './native';
 import type { VendorAdapter, VendorLogger, Vendors } from './port';
 
-export interface AdapterSettings {
-  endpoint: VendorEndpoint;
-  credentials: CredentialsLoader;
-}
+/** Opens one adapter for a model (null: the adapter has one). */
+export type AdapterOpener = (model: string | null, logger?: VendorLogger) => Promise<VendorAdapter>;
 
-/** Every step on the project's own vendor API: the embedded default. */
-export function nativeVendors(credentials: CredentialsLoader, endpoint: VendorEndpoint): Vendors {
-  return vendorDirectory({ native: { endpoint, credentials } }, () => 'native');
-}
+/** `adapter` or `adapter:model`, as settings and step records write a step's vendor. */
+export const VENDOR_PATTERN = /^([a-z][a-z0-9-]{0,31})(?::([A-Za-z0-9._/-]{1,160}))?$/;
 
 export function vendorDirectory(
-  adapters: Readonly<Record<string, AdapterSettings>>,
+  openers: Readonly<Record<string, AdapterOpener>>,
   assigned: (step: PaidStep) => string,
 ): Vendors {
   return {
     assigned,
-    async open(name: string, logger?: VendorLogger): Promise<VendorAdapter> {
-      const settings = adapters[name];
-      if (name !== 'native' || !settings) {
-        throw new PipelineError(ErrorType.InvalidInput, `no vendor adapter named ${JSON.stringify(name)} is set up`);
+    open(vendor: string, logger?: VendorLogger): Promise<VendorAdapter> {
+      const [, name = '', model] = VENDOR_PATTERN.exec(vendor) ?? [];
+      const opener = Object.hasOwn(openers, name) ? openers[name] : undefined;
+      if (!opener) {
+        const known = Object.keys(openers).join(', ');
+        return Promise.reject(
+          new PipelineError(
+            ErrorType.InvalidInput,
+            `vendor ${JSON.stringify(vendor)} is not set up (set up: ${known})`,
+          ),
+        );
       }
-      const { endpoint, credentials } = settings;
-      return nativeAdapter(
-        await createVendorClient(credentials, { baseUrl: endpoint.baseUrl, timeoutMs: endpoint.timeoutMs, logger }),
-      );
+      return opener(model ?? null, logger);
     },
   };
+}
+
+export function nativeOpener(credentials: CredentialsLoader, endpoint: VendorEndpoint): AdapterOpener {
+  return async (_model, logger) =>
+    nativeAdapter(
+      await createVendorClient(credentials, { baseUrl: endpoint.baseUrl, timeoutMs: endpoint.timeoutMs, logger }),
+    );
+}
+
+/** Every step on the project's own vendor API: the embedded default. */
+export function nativeVendors(credentials: CredentialsLoader, endpoint: VendorEndpoint): Vendors {
+  return vendorDirectory({ native: nativeOpener(credentials, endpoint) }, () => 'native');
+}
+
+/** The vendors of the settings: each kind's assignment (`EPISODES_VENDOR_VIDEO` …) and every adapter's endpoint. */
+export function vendorsFromEnv(env: NodeJS.ProcessEnv = process.env, warn?: (message: string) => void): Vendors {
+  const s = readSettings(
+    ['EPISODES_VENDOR_VIDEO', 'EPISODES_VENDOR_COVER', 'EPISODES_VENDOR_REWORK', 'EPISODES_VENDOR_ASSEMBLY'],
+    env,
+  );
+  const byStep: Record<PaidStep, string> = {
+    video: s.EPISODES_VENDOR_VIDEO,
+    cover: s.EPISODES_VENDOR_COVER,
+    rework: s.EPISODES_VENDOR_REWORK,
+    assembly: s.EPISODES_VENDOR_ASSEMBLY,
+  };
+  const openers: Record<string, AdapterOpener> = {
+    native: nativeOpener(envCredentialsLoader(env, warn ? { warn } : {}), vendorEndpointFromEnv(env)),
+  };
+  for (const step of PAID_STEPS) {
+    const name = VENDOR_PATTERN.exec(byStep[step])?.[1] ?? '';
+    if (!Object.hasOwn(openers, name)) {
+      throw new PipelineError(
+        ErrorType.InvalidInput,
+        `EPISODES_VENDOR_${step.toUpperCase()}: no adapter ${JSON.stringify(name)} (adapters: ${Object.keys(openers).join(', ')})`,
+      );
+    }
+  }
+  return vendorDirectory(openers, (step) => byStep[step]);
 }
