@@ -47,7 +47,7 @@ async function send(call: PaidStepCall, spec: Record<string, unknown>): Promise<
   const vendor = await call.vendor();
   let accepted;
   try {
-    accepted = await vendor.submit({ step: at.step, episodeId: at.id, spec, ref: at.ref });
+    accepted = await vendor.submit({ step: at.step, episodeId: at.id, spec, ref: at.ref, callbackUrl: null });
   } catch (e) {
     if (!isVendorError(e) || e.outcome === null) throw e;
     if (e.outcome === 'not-accepted') {

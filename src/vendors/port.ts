@@ -15,6 +15,22 @@ export interface Submission {
   spec: Record<string, unknown>;
   /** The step's one correlation value (`episode:step:rN`): its idempotency key, or echoed back where the vendor can. */
   ref: string;
+  /** Where the vendor may call back (the adapter adds the ref to its query); null: no callbacks, polling only. */
+  callbackUrl: URL | null;
+}
+
+/** A callback as it arrived: the adapter checks its signature before reading anything from it. */
+export interface CallbackRequest {
+  url: URL;
+  headers: Readonly<Record<string, string | undefined>>;
+  body: Buffer;
+}
+
+/** What a verified callback says: which job of which step ended how. */
+export interface VendorCallback {
+  ref: string;
+  jobId: string;
+  status: JobStatus;
 }
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed';
@@ -64,6 +80,8 @@ export interface VendorAdapter {
   download(job: VendorJob): Promise<Buffer>;
   /** The vendor's charges, all or for one correlation value; null when it shows none (`profile.billingJournal`). */
   billing(ref?: string): Promise<VendorCharge[] | null>;
+  /** Present where the vendor calls back: verifies the signature (throws a `VendorError` if it fails) and reads it. */
+  readCallback?(request: CallbackRequest): Promise<VendorCallback>;
 }
 
 /** Logs of a vendor call carry method, path, status: never a key. Compatible with the activity log and `console`. */
