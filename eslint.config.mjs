@@ -56,6 +56,8 @@ const LAYERS = [
     { name: 'telemetry', paths: ['src/process/telemetry.ts'] },
     // Gauges of the store's unfinished episodes, set by the worker (alerts in deploy/prometheus/alerts.yml).
     { name: 'state-metrics', paths: ['src/process/state-metrics.ts'] },
+    // The vendor's prices, published by the worker to the store for the review desk.
+    { name: 'price-publisher', paths: ['src/process/price-publisher.ts'] },
     { name: 'temporal-connection', paths: ['src/process/temporal-connection.ts'] },
     { name: 'temporal-namespace', paths: ['src/process/temporal-namespace.ts'] },
     { name: 'worker-cache', paths: ['src/process/worker-cache.ts'] },
@@ -168,6 +170,23 @@ export default tseslint.config(
         sandboxGlobal('clearInterval', 'use sleep() in a loop'),
         sandboxGlobal('setImmediate', 'use sleep() or condition()'),
         sandboxGlobal('clearImmediate', 'use sleep() or condition()'),
+      ],
+    },
+  },
+  {
+    // The review desk holds no vendor key (issue #35): it shows the prices workers publish to the store.
+    files: ['src/review/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/vendor-api/client', '**/vendor-api/credentials'],
+              message: 'The desk never holds the vendor key: read prices from the store (src/review/prices.ts).',
+            },
+          ],
+        },
       ],
     },
   },

@@ -23,12 +23,12 @@ import { FileEpisodeStore } from './store/file-store';
 import { staticCredentialsLoader } from './vendor-api/credentials';
 import { startVendorSimulator } from './vendor-sim/simulator';
 import { parseListenAddress } from './cli/review-commands';
-import { vendorPriceSource, type PriceSource } from './review/prices';
 import { listenProblem } from './review/desk-settings';
 import { ReviewerStore } from './review/reviewers';
 import { startReviewDesk } from './review/server';
 import { connectClient } from './process/temporal-connection';
 import { installTelemetry, loadTelemetryConfig } from './process/telemetry';
+import { startPricePublisher } from './process/price-publisher';
 import { createWorker } from './process/worker';
 import { loadReviewNoticeSettings } from './process/review-notice-config';
 import { adoptFirstBuild, versionName } from './process/worker-deployment';
@@ -68,21 +68,28 @@ async function main(): Promise<void> {
     (connected ??= connectClient(config.temporal).then(
       (connection) => new Client({ connection, namespace: config.temporal.namespace }),
     ));
-  const vendorSettings = { baseUrl: new URL(vendor.url), timeoutMs: 5_000 };
-  const prices = vendorPriceSource(staticCredentialsLoader(apiKey), vendorSettings);
   const desk = interactive
-    ? await startDemoDesk(store, getClient, config, { publicUrl: notices.publicUrl, prices, listen: demo.reviewListen })
+    ? await startDemoDesk(store, getClient, config, { publicUrl: notices.publicUrl, listen: demo.reviewListen })
     : undefined;
+  const vendors = nativeVendors(staticCredentialsLoader(apiKey), { baseUrl: new URL(vendor.url), timeoutMs: 5_000 });
   const {
     worker,
     connection: workerConnection,
     version,
   } = await createWorker(config, {
     store,
-    vendors: nativeVendors(staticCredentialsLoader(apiKey), vendorSettings),
+    vendors,
     budgetCents: config.budgetCents,
     reviewNotice: { ...notices, publicUrl: notices.publicUrl ?? (desk && new URL(`${desk.url}/`)) },
   });
+  // As `npm start` does: the desk shows the prices the worker publishes to the store.
+  const stopPrices = startPricePublisher(
+    { store, vendors },
+    {
+      info: () => undefined,
+      warn: (message) => console.error(`worker: ${message}`),
+    },
+  );
   try {
     const client = await getClient();
     await worker.runUntil(async () => {
@@ -102,6 +109,7 @@ async function main(): Promise<void> {
     if (e instanceof WorkflowFailedError) console.error(`workflow failed: ${e.cause?.message ?? e.message}`);
     throw e;
   } finally {
+    await stopPrices();
     await desk?.close();
     await connected?.then(
       (client) => client.connection.close(),
@@ -204,7 +212,7 @@ async function startDemoDesk(
   store: FileEpisodeStore,
   getClient: () => Promise<Client>,
   config: Config,
-  desk: { publicUrl?: URL; prices: PriceSource; listen: string },
+  desk: { publicUrl?: URL; listen: string },
 ): Promise<DemoDesk> {
   const listen = parseListenAddress(desk.listen, 'EPISODES_REVIEW_LISTEN');
   const problem = listenProblem(listen.host, desk.publicUrl, false);
@@ -222,7 +230,6 @@ async function startDemoDesk(
     budgetCents: config.budgetCents,
     timeZone: config.timezone,
     publicUrl: desk.publicUrl,
-    prices: desk.prices,
   });
   const close = async () => {
     await started.close();

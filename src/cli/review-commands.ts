@@ -11,7 +11,6 @@ import type { ReviewSession } from '../store/review-sessions';
 import { AuditLog } from '../review/audit-log';
 import { listenProblem, loadDeskSettings } from '../review/desk-settings';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
-import { vendorPriceSource } from '../review/prices';
 import { startReviewDesk } from '../review/server';
 import { checkDeskFiles } from '../review/start-checks';
 import { readSetting } from '../settings/read';
@@ -20,8 +19,6 @@ import { sessionIsCurrent } from '../review/desk';
 import { OidcSignIn } from '../review/oidc';
 import { loadSessionKey, sessionKeyFile } from '../review/session-key';
 import { DeskSessions, sessionHandle } from '../review/sessions';
-import { envCredentialsLoader } from '../vendor-api/credentials';
-import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
 import type { CliContext } from './context';
 import { untilSignal } from './vendor-commands';
 
@@ -76,8 +73,6 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
         reviewers: reviewerStore,
         getClient: () => ctx.getClient(),
         budgetCents: ctx.config.budgetCents,
-        // The worker's vendor settings: the URL is checked now, the key read at the first price list.
-        prices: vendorPriceSource(envCredentialsLoader(), vendorEndpointFromEnv()),
         timeZone: ctx.config.timezone,
         publicUrl: settings.publicUrl,
         trustProxy: settings.trustProxy,

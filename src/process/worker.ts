@@ -20,6 +20,7 @@ import { connectNativeConnection, describeSettings } from './temporal-connection
 import { requireNamespaceReady } from './temporal-namespace';
 import { loadReviewNoticeSettings } from './review-notice-config';
 import { clusterGauges, readClusterFacts, setClusterGauges } from './cluster-metrics';
+import { startPricePublisher } from './price-publisher';
 import { setStateGauges, startPeriodicMetrics, stateGauges, stateMetricsIntervalMs } from './state-metrics';
 import { installTelemetry, loadTelemetryConfig } from './telemetry';
 import { workerCacheOptions } from './worker-cache';
@@ -42,7 +43,8 @@ export function openWorkerStore(): EpisodeStore {
 export function buildDeps(config: PipelineConfig, store: EpisodeStore, logger?: Logger): ActivityDeps {
   return {
     store,
-    // Read lazily by paid activities, after their episode guard: never at start-up, never by zero-cost work.
+    // Keys read lazily by paid activities after their episode guard, and by the price publisher for each round; never
+    // by zero-cost activities.
     vendors: vendorsFromEnv(process.env, logger ? (message) => void logger.warn(message) : undefined),
     budgetCents: config.budgetCents,
     reviewNotice: loadReviewNoticeSettings(),
@@ -158,11 +160,17 @@ export async function runWorker(config: PipelineConfig, openWorkerStoreFn = open
   const stopMetrics = telemetry.metricsAddress
     ? startMetricCollectors({ config, store: deps.store, connection, deploymentName: version.deploymentName }, logger)
     : () => undefined;
+  // The review desk shows these prices from the store, so that it never holds the vendor key (price-publisher.ts).
+  const stopPrices = startPricePublisher(deps, {
+    info: (message) => void logger.info(`worker: ${message}`),
+    warn: (message) => void logger.warn(`worker: ${message}`),
+  });
   try {
     // Worker.run() resolves after a shutdown signal (SIGINT, SIGTERM, ...) once in-flight tasks have drained.
     await worker.run();
   } finally {
     stopMetrics();
+    await stopPrices();
     await deps.store.close();
     await connection.close();
   }

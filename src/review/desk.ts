@@ -36,7 +36,7 @@ export interface ReviewDeskOptions {
   /** Connected at the first decision, so pages work while Temporal is away. */
   getClient: () => Promise<Client>;
   budgetCents: number;
-  /** The vendor's current prices (`vendorPriceSource`): what each choice will cost. Without: "price unavailable". */
+  /** What each choice will cost. Default: the list workers publish to the store (`publishedPriceSource`). */
   prices?: PriceSource;
   timeZone: string;
   /** Token sign-in (default on). */
@@ -94,6 +94,7 @@ export interface Desk {
   https: boolean;
   cookie: { path: '/'; httpOnly: true; secure: true | 'auto' };
   names: DeskCookies;
+  prices: PriceSource;
 }
 
 export function registerHooks(app: FastifyInstance, desk: Desk): void {

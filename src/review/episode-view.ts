@@ -6,7 +6,7 @@
 import { committedCents } from '../domain/pay-once';
 import type { DecisionRecord, EpisodeState, Money, PaidStep, StepRecord } from '../domain/episode-state';
 import { stepKey } from '../domain/names';
-import type { Prices } from '../vendor-api/api';
+import type { PublishedPrices } from '../store/published-prices';
 
 /** An episode whose current round waits for approve / rework. */
 export function isWaiting(state: EpisodeState): boolean {
@@ -56,9 +56,12 @@ export function roundsOf(state: EpisodeState): RoundView[] {
 }
 
 /** What one choice on the form starts: the paid steps it sends next, their price, and the budget left after them. */
+/** A price before the click: one amount, or for a metered step its estimate up to its declared maximum. */
+export type PriceRange = Money & { max_cents?: number };
+
 export interface ChoiceCost {
-  steps: { step: PaidStep; round: number; price: Money }[];
-  total: Money;
+  steps: { step: PaidStep; round: number; price: PriceRange }[];
+  total: PriceRange;
   /** The budget left once these are paid; null when the prices are in another currency than the ledger. */
   leftAfterCents: number | null;
 }
@@ -75,17 +78,21 @@ export interface DecisionCosts {
  * The cost of each choice in the round under review, from the vendor's prices: approve pays the final assembly,
  * rework pays one rework job (and then waits for a new decision).
  */
-export function decisionCosts(state: EpisodeState, prices: Prices, budgetCents: number): DecisionCosts {
+export function decisionCosts(
+  state: EpisodeState,
+  prices: PublishedPrices['prices'],
+  budgetCents: number,
+): DecisionCosts {
   const leftCents = budgetCents - committedCents(state);
   const { currency } = costOf(state);
   const choice = (steps: ChoiceCost['steps']): ChoiceCost => {
-    const total = { amount_cents: steps.reduce((sum, s) => sum + s.price.amount_cents, 0), currency };
+    const sum = (f: (p: PriceRange) => number) => steps.reduce((total, s) => total + f(s.price), 0);
+    const amount = sum((p) => p.amount_cents);
+    const max = sum((p) => p.max_cents ?? p.amount_cents);
+    const total: PriceRange = { amount_cents: amount, currency, ...(max > amount ? { max_cents: max } : {}) };
     const same = steps.every((s) => s.price.currency === currency);
-    return {
-      steps,
-      total: same ? total : steps[0]!.price,
-      leftAfterCents: same ? leftCents - total.amount_cents : null,
-    };
+    // The budget check holds a metered step's maximum: the worst case is what is left after.
+    return { steps, total: same ? total : steps[0]!.price, leftAfterCents: same ? leftCents - max : null };
   };
   const round = currentRound(state);
   return {

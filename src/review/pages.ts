@@ -24,7 +24,11 @@ export interface Viewer {
   csrf: string;
 }
 
-const money = (m: Money): string => formatMoney(m.amount_cents, m.currency);
+/** `8.00 USD`, or a metered step's range `8.00 – 30.00 USD`. */
+const money = (m: Money & { max_cents?: number }): string =>
+  m.max_cents === undefined || m.max_cents === m.amount_cents
+    ? formatMoney(m.amount_cents, m.currency)
+    : `${formatMoney(m.amount_cents, '').trim()} – ${formatMoney(m.max_cents, m.currency)}`;
 
 /** A table; a heading ending in ` $` is a money column (right-aligned). */
 function table(headings: string[], rows: SafeHtml[], foot: SafeHtml | null): SafeHtml {

@@ -1,82 +1,49 @@
 /**
- * The vendor's published prices (`GET /v1/prices`), which the desk shows before a click. Fetched with the worker's
- * vendor settings, kept for a minute and never shown past that: when the vendor cannot be reached the desk says
- * "price unavailable" and why, not an older number (a paid step could not be sent then either). Within the minute a
- * changed price is not seen; the step's own submission asks the vendor again and checks the budget with that quote.
+ * The vendor's prices, which the desk shows before a click: the list a worker last published to the store
+ * (src/process/price-publisher.ts), while it is at most PRICES_MAX_AGE_MS old. The desk holds no vendor key and never
+ * asks the vendor: a list that is missing, old or unreadable gives "price unavailable" and why, never an old number.
+ * A paid step's own submission asks the vendor again and checks the budget with that quote.
  */
-import { isPipelineError } from '../domain/errors';
-import { ErrorType } from '../domain/errors';
-import type { Prices } from '../vendor-api/api';
-import { createVendorClient } from '../vendor-api/client';
-import type { CredentialsLoader } from '../vendor-api/credentials';
-import type { VendorEndpoint } from '../vendor-api/endpoint';
-import { VendorError } from '../vendor-api/vendor-error';
+import { PRICES_MAX_AGE_MS, type PublishedPrices, type PublishedPricesStore } from '../store/published-prices';
 
-export type PriceList = { ok: true; prices: Prices; at: Date } | { ok: false; reason: string };
+export type PriceList = { ok: true; prices: PublishedPrices['prices']; at: Date } | { ok: false; reason: string };
 
 export interface PriceSource {
   current(): Promise<PriceList>;
 }
 
-/** How long a price list is shown as the current one. */
-export const PRICES_FRESH_MS = 60_000;
-/** How long a failure is remembered, so a vendor that is down costs each page at most one wait every 10 s. */
-export const PRICES_RETRY_MS = 10_000;
-/** A page waits at most this long for the vendor (less than the worker's 10 s default). */
-export const PRICES_TIMEOUT_MS = 3_000;
+/** A list dated this far ahead of the desk's clock is still believed (hosts' clocks differ a little). */
+export const PRICES_CLOCK_SKEW_MS = 60_000;
 
-export interface PriceCacheOptions {
-  freshMs?: number;
-  retryMs?: number;
+export interface PublishedPriceOptions {
+  maxAgeMs?: number;
   now?: () => number;
-  /** Where the full error of a failed fetch goes (the page shows a short reason). Default: stderr. */
+  /** Where the full error of an unreadable list goes (the page shows a short reason). Default: stderr. */
   log?: (line: string) => void;
 }
 
-/** One fetch at a time; its answer (price list or failure) is shared until it is too old. */
-export function cachedPriceSource(fetch: () => Promise<Prices>, o: PriceCacheOptions = {}): PriceSource {
+/** Reads the published list for each page (one small file or row): a newer one shows at once. */
+export function publishedPriceSource(store: PublishedPricesStore, o: PublishedPriceOptions = {}): PriceSource {
   const now = o.now ?? Date.now;
+  const maxAgeMs = o.maxAgeMs ?? PRICES_MAX_AGE_MS;
   const log = o.log ?? ((line: string) => process.stderr.write(`review desk: ${line}\n`));
-  let kept: { list: PriceList; until: number } | undefined;
-  let inflight: Promise<PriceList> | undefined;
-  const load = async (): Promise<PriceList> => {
-    try {
-      const list: PriceList = { ok: true, prices: await fetch(), at: new Date(now()) };
-      kept = { list, until: now() + (o.freshMs ?? PRICES_FRESH_MS) };
-      return list;
-    } catch (e) {
-      log(`vendor prices unavailable: ${e instanceof Error ? e.message : String(e)}`);
-      const list: PriceList = { ok: false, reason: priceProblem(e) };
-      kept = { list, until: now() + (o.retryMs ?? PRICES_RETRY_MS) };
-      return list;
-    } finally {
-      inflight = undefined;
-    }
-  };
   return {
-    current() {
-      if (kept && now() < kept.until) return Promise.resolve(kept.list);
-      inflight ??= load();
-      return inflight;
+    async current(): Promise<PriceList> {
+      let list: PublishedPrices | undefined;
+      try {
+        list = await store.read();
+      } catch (e) {
+        log(`published prices unreadable: ${e instanceof Error ? e.message : String(e)}`);
+        return { ok: false, reason: 'the published price list cannot be read (see the desk’s log)' };
+      }
+      if (list === undefined) return { ok: false, reason: 'no worker has published prices yet' };
+      const at = new Date(list.fetched_at);
+      const age = now() - at.getTime();
+      if (age > maxAgeMs) return { ok: false, reason: `no worker has published prices since ${at.toISOString()}` };
+      if (age < -PRICES_CLOCK_SKEW_MS) {
+        return { ok: false, reason: `the published prices are dated ${at.toISOString()}, ahead of the desk’s clock` };
+      }
+      return { ok: true, prices: list.prices, at };
     },
   };
-}
-
-/** The prices the worker would be quoted: its vendor URL, timeout (capped for a page) and API key. */
-export function vendorPriceSource(credentials: CredentialsLoader, endpoint: VendorEndpoint): PriceSource {
-  const timeoutMs = Math.min(endpoint.timeoutMs, PRICES_TIMEOUT_MS);
-  return cachedPriceSource(async () =>
-    (await createVendorClient(credentials, { baseUrl: endpoint.baseUrl, timeoutMs })).getPrices(),
-  );
-}
-
-/** A reason a reviewer can act on, without paths or vendor bodies (those go to the log). */
-export function priceProblem(e: unknown): string {
-  if (e instanceof VendorError) {
-    if (e.reason === 'http-status') return `the vendor answered HTTP ${e.status ?? '?'}`;
-    if (e.reason === 'malformed-response') return 'the vendor’s answer is not a price list';
-    return `the vendor did not answer (${e.reason})`;
-  }
-  if (isPipelineError(e, ErrorType.CredentialsMissing)) return 'the desk has no vendor API key';
-  return 'unexpected error (see the desk’s log)';
 }

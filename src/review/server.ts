@@ -24,7 +24,7 @@ import { notesProblem } from '../domain/decision';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import { isPipelineError } from '../domain/errors';
 import { lastWeeks } from '../domain/week-id';
-import { openReviewSessions } from '../store/open-store';
+import { openPublishedPrices, openReviewSessions } from '../store/open-store';
 import { AuditLog } from './audit-log';
 import {
   DEFAULT_CONNECTION_LIMITS,
@@ -45,7 +45,7 @@ import { OidcSignIn } from './oidc';
 import { slotPreview } from '../cli/preview-commands';
 import { SCHEDULE_ID } from '../domain/names';
 import { donePage, episodePage, waitingPage, type DecisionOutcome } from './pages';
-import type { PriceList } from './prices';
+import { publishedPriceSource } from './prices';
 import { DEFAULT_SESSION_SETTINGS, DeskSessions, deskCookies } from './sessions';
 import { loadSessionKey, sessionKeyFile } from './session-key';
 import { registerSignIn } from './sign-in-routes';
@@ -96,6 +96,7 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
     https,
     cookie: { path: '/', httpOnly: true, secure: https ? true : 'auto' },
     names: deskCookies(https),
+    prices: o.prices ?? publishedPriceSource(openPublishedPrices(o.store)),
   };
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody);
@@ -110,7 +111,8 @@ export async function buildReviewDesk(o: ReviewDeskOptions): Promise<FastifyInst
   return app;
 }
 
-function registerPages(app: FastifyInstance, { o }: Desk): void {
+function registerPages(app: FastifyInstance, desk: Desk): void {
+  const { o } = desk;
   app.get('/', async (req, reply) => {
     // Only the unfinished ones are read: a store of years of completed episodes costs this page nothing.
     const states = await o.store.listUnfinishedEpisodes();
@@ -119,7 +121,7 @@ function registerPages(app: FastifyInstance, { o }: Desk): void {
       waitingPage(states, {
         viewer: viewer(req, reply),
         budgetCents: o.budgetCents,
-        prices: await pricesOf(o),
+        prices: await desk.prices.current(),
         now: new Date(),
       }),
     );
@@ -145,7 +147,7 @@ function registerPages(app: FastifyInstance, { o }: Desk): void {
 
   app.get('/episodes/:id', async (req, reply) => {
     const id = episodeIdOf(episodeParams.safeParse(req.params).data?.id);
-    return renderEpisode(o, req, reply, { id, outcome: null });
+    return renderEpisode(desk, req, reply, { id, outcome: null });
   });
 }
 
@@ -157,13 +159,13 @@ function registerDecisions(app: FastifyInstance, desk: Desk): void {
     const body = decisionBody.safeParse(req.body);
     if (id === undefined) return notFound(req, reply);
     if (!body.success)
-      return renderEpisode(o, req, reply.code(400), { id, outcome: refusal('the form was incomplete') });
+      return renderEpisode(desk, req, reply.code(400), { id, outcome: refusal('the form was incomplete') });
     const by = req.deskSession!.record.reviewer;
     let decision: Decision;
     if (body.data.action === 'rework') {
       const notes = body.data.notes.trim();
       const problem = notesProblem(notes);
-      if (problem !== undefined) return renderEpisode(o, req, reply.code(400), { id, outcome: refusal(problem) });
+      if (problem !== undefined) return renderEpisode(desk, req, reply.code(400), { id, outcome: refusal(problem) });
       decision = { kind: 'rework', by, notes };
     } else decision = { kind: 'approve', by };
     if ((await o.store.getEpisode(id)) === undefined) return notFound(req, reply);
@@ -178,7 +180,7 @@ function registerDecisions(app: FastifyInstance, desk: Desk): void {
       reply.code(409);
     }
     auditDecision(desk, req, { id, kind: decision.kind, round: body.data.round, outcome });
-    return renderEpisode(o, req, reply, { id, outcome });
+    return renderEpisode(desk, req, reply, { id, outcome });
   });
 }
 
@@ -214,12 +216,8 @@ function registerMedia(app: FastifyInstance, { o }: Desk): void {
   });
 }
 
-function pricesOf(o: ReviewDeskOptions): Promise<PriceList> {
-  return o.prices?.current() ?? Promise.resolve({ ok: false, reason: 'the desk was started without vendor settings' });
-}
-
 async function renderEpisode(
-  o: ReviewDeskOptions,
+  { o, prices: source }: Desk,
   req: FastifyRequest,
   reply: FastifyReply,
   { id, outcome }: { id: EpisodeId | undefined; outcome: DecisionOutcome | null },
@@ -235,7 +233,7 @@ async function renderEpisode(
       await media?.handle.close();
     }
   }
-  const prices = isWaiting(state) ? await pricesOf(o) : ({ ok: false, reason: 'no decision waits' } as const);
+  const prices = isWaiting(state) ? await source.current() : ({ ok: false, reason: 'no decision waits' } as const);
   return sendPage(
     reply,
     episodePage({

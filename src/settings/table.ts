@@ -164,7 +164,9 @@ export const SETTINGS = {
   },
   EPISODES_VENDOR_API_KEY: {
     group: 'vendor',
-    meaning: 'the vendor API key, read only by paid steps (or set EPISODES_VENDOR_API_KEY_FILE, not both)',
+    meaning:
+      'the vendor API key, read by paid steps and the price list workers publish; never by the review desk ' +
+      '(or set EPISODES_VENDOR_API_KEY_FILE, not both)',
     schema: z.string().optional(),
     secret: 'value',
     formerly: ['VENDOR_API_KEY'],

@@ -3,7 +3,9 @@ import * as path from 'node:path';
 import { PipelineError, ErrorType } from '../domain/errors';
 import type { EpisodeStore } from './episode-store';
 import { FileEpisodeStore } from './file-store';
+import { FilePublishedPrices } from './file-published-prices';
 import { FileReviewSessions } from './file-review-sessions';
+import type { PublishedPricesStore } from './published-prices';
 import type { ReviewSessionStore } from './review-sessions';
 import { PostgresEpisodeStore } from './postgres-store';
 import { isPostgresUrl } from './postgres-url';
@@ -89,4 +91,11 @@ export function openReviewSessions(store: EpisodeStore): ReviewSessionStore {
     return new FileReviewSessions(path.join(store.dataDir, 'review', 'sessions'), lockOptionsFromEnv());
   }
   throw new PipelineError(ErrorType.InvalidInput, `${store.description} keeps no review sessions`);
+}
+
+/** The vendor's price list as workers publish it: `<data dir>/vendor-prices.json` or the database's row. */
+export function openPublishedPrices(store: EpisodeStore): PublishedPricesStore {
+  if (store instanceof PostgresEpisodeStore) return store.publishedPrices();
+  if (store instanceof FileEpisodeStore) return new FilePublishedPrices(store.dataDir);
+  throw new PipelineError(ErrorType.InvalidInput, `${store.description} keeps no price list`);
 }

@@ -42,6 +42,7 @@ import { checkPrivateDirPath } from './data-dir-checks';
 import { DEFAULT_LOCK_OPTIONS } from './pipeline-lock';
 import { isUniqueViolation, toStoreError } from './postgres-errors';
 import { applyMigrations } from './postgres-migrations/runner';
+import { PostgresPublishedPrices } from './postgres-published-prices';
 import { PostgresReviewSessions, type SessionQuery } from './postgres-review-sessions';
 import { EPISODE_COLUMNS, historyValues, json, jsonOrNull, parseRow, stateFromRow, toRef } from './postgres-rows';
 import { defaultMediaDir, describePostgresUrl } from './postgres-url';
@@ -115,16 +116,26 @@ export class PostgresEpisodeStore implements EpisodeStore {
 
   /** The review desk's sessions in this database (postgres-review-sessions.ts), on this store's pool. */
   reviewSessions(): PostgresReviewSessions {
-    const onPool: SessionQuery = async (what, text, values) => {
-      await this.ready();
-      return this.query(this.pool, what, text, values);
-    };
+    const onPool = this.onPool();
     return new PostgresReviewSessions(`review sessions in the ${this.description}`, onPool, async (body) => {
       await this.ready();
       return this.transaction('review sessions', (c) =>
         body((what, text, values) => this.query(c, what, text, values)),
       );
     });
+  }
+
+  /** The vendor's price list as workers publish it (postgres-published-prices.ts), on this store's pool. */
+  publishedPrices(): PostgresPublishedPrices {
+    return new PostgresPublishedPrices(`published vendor prices in the ${this.description}`, this.onPool());
+  }
+
+  /** One statement on the pool, once the schema is migrated. */
+  private onPool(): SessionQuery {
+    return async (what, text, values) => {
+      await this.ready();
+      return this.query(this.pool, what, text, values);
+    };
   }
 
   /** The schema version of the database (0 before the first migration). */

@@ -58,3 +58,29 @@ describe('import layers are enforced by lint', function () {
     });
   }
 });
+
+describe('the review desk cannot import the vendor client or key loader (it holds no vendor key)', function () {
+  this.timeout(60_000);
+
+  it('src/review/ may not import vendor-api/client or vendor-api/credentials; vendor-api/api types it may', async () => {
+    const project = new ESLint({ cwd: REPO_ROOT });
+    const file = path.join(REPO_ROOT, 'src/review/prices.ts');
+    const rule = ((await project.calculateConfigForFile(file)) as Linter.Config).rules?.['no-restricted-imports'];
+    assert.ok(rule, 'the rule is on for src/review/');
+    const only = new ESLint({
+      cwd: REPO_ROOT,
+      overrideConfigFile: true,
+      overrideConfig: [
+        { files: ['**/*.ts'], languageOptions: { parser: tseslint.parser }, rules: { 'no-restricted-imports': rule } },
+      ],
+    });
+    const refused = async (imports: string) => {
+      const text = `import * as m from '${imports}';\nexport const used = m;\n`;
+      const [result] = await only.lintText(text, { filePath: file });
+      return result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').length === 1;
+    };
+    assert.equal(await refused('../vendor-api/client'), true);
+    assert.equal(await refused('../vendor-api/credentials'), true);
+    assert.equal(await refused('../vendor-api/api'), false);
+  });
+});

@@ -11,12 +11,11 @@ import { approveSignal, statusQuery } from '../../src/workflows/messages';
 import { createMediaRenderer } from '../../src/vendor-sim/media-render';
 import { SCHEDULE_ID, productionWorkflowId } from '../../src/domain/names';
 import { weeklyScheduleOptions } from '../../src/cli/schedule-commands';
-import { openReviewSessions } from '../../src/store/open-store';
+import { openPublishedPrices, openReviewSessions } from '../../src/store/open-store';
 import type { EpisodeId } from '../../src/domain/episode-id';
 import { isoWeekOfInstant } from '../../src/domain/week-id';
-import { vendorPriceSource } from '../../src/review/prices';
-import { staticCredentialsLoader } from '../../src/vendor-api/credentials';
-import { WORKFLOW_TEST_API_KEY, startTestVendor } from '../helpers/deps';
+import { PRICES_MAX_AGE_MS } from '../../src/store/published-prices';
+import { startTestVendor } from '../helpers/deps';
 import { until } from '../helpers/wait';
 import { useDeskHarness } from './harness';
 
@@ -58,7 +57,7 @@ describe('review desk (Chromium)', function () {
     assert.ok((await res.body()).equals(file.subarray(100, 300)));
   });
 
-  it('the decision form shows what Approve and a rework cost at the vendor’s prices, and the budget left', async () => {
+  it('the decision form shows what Approve and a rework cost at the prices a worker published, and the budget left', async () => {
     const id = await h.waitingEpisode('desk-costs');
     const { page } = await h.signedIn(await h.reviewers.add('alice'));
     await page.goto(`/episodes/${id}`);
@@ -71,44 +70,45 @@ describe('review desk (Chromium)', function () {
     await page.goto('/');
     await page.getByText('Next paid step: approve: assembly 8.00 USD · rework: 15.00 USD.').waitFor();
 
-    // The numbers are the vendor's: another price list shows at once, and a choice over the budget says so.
+    // The numbers are the vendor's as a worker published them: a newer list shows at once, and a choice over the
+    // budget says so.
     const dear = await startTestVendor({ pricesCents: { assembly: 1234, rework: 25_000 } });
     try {
-      const dearPrices = vendorPriceSource(staticCredentialsLoader(WORKFLOW_TEST_API_KEY), {
-        baseUrl: new URL(dear.url),
-        timeoutMs: 2_000,
-      });
-      await h.restartDesk({ prices: dearPrices });
-      const again = await h.signedIn(await h.reviewers.add('bob'));
-      await again.page.goto(`/episodes/${id}`);
-      await again.page.getByText('Approve costs 12.34 USD (assembly); budget left after: 142.66 USD.').waitFor();
-      await again.page
-        .getByText('A rework costs 250.00 USD (rework round 1); budget left after: -95.00 USD.', { exact: false })
-        .waitFor();
-      await again.page.getByText('Over the budget by 95.00 USD: the vendor step would be refused.').waitFor();
+      await h.publishPrices(dear);
     } finally {
       await dear.close();
     }
-    // A vendor that cannot be reached: the reason, never a number (the desk's cache is new, so it asks).
-    await h.restartDesk({
-      prices: vendorPriceSource(staticCredentialsLoader(WORKFLOW_TEST_API_KEY), {
-        baseUrl: new URL(dear.url),
-        timeoutMs: 2_000,
-      }),
-    });
-    const gone = await h.signedIn(await h.reviewers.add('carol'));
-    await gone.page.goto(`/episodes/${id}`);
-    await gone.page
-      .getByText('Approve costs: price unavailable: the vendor did not answer (connect-failed).')
+    await page.goto(`/episodes/${id}`);
+    await page.getByText('Approve costs 12.34 USD (assembly); budget left after: 142.66 USD.').waitFor();
+    await page
+      .getByText('A rework costs 250.00 USD (rework round 1); budget left after: -95.00 USD.', { exact: false })
       .waitFor();
-    await gone.page
-      .getByText('A rework costs: price unavailable: the vendor did not answer (connect-failed).')
-      .waitFor();
-    assert.equal(await gone.page.getByText(/\d+\.\d\d USD \((assembly|rework)/).count(), 0, 'no price shown');
-    await gone.page.goto('/');
-    await gone.page
-      .getByText('Next paid step: price unavailable: the vendor did not answer (connect-failed).')
-      .waitFor();
+    await page.getByText('Over the budget by 95.00 USD: the vendor step would be refused.').waitFor();
+
+    // A metered step (cost known at completion) shows its estimate up to its declared maximum; the budget left after
+    // is the worst case, which is what the step's budget check holds.
+    const listed = (await openPublishedPrices(h.store).read())!;
+    const rework = { amount_cents: 1500, currency: 'USD', max_cents: 4000 };
+    await openPublishedPrices(h.store).publish({ ...listed, prices: { ...listed.prices, rework } });
+    await page.goto(`/episodes/${id}`);
+    await page.getByText('A rework costs 15.00 – 40.00 USD (rework round 1); budget left after: 115.00 USD.').waitFor();
+
+    // No worker has published for longer than the desk trusts a list: the reason, never a number.
+    const store = openPublishedPrices(h.store);
+    const published = (await store.read())!;
+    const old = new Date(Date.now() - PRICES_MAX_AGE_MS - 60_000).toISOString();
+    await store.publish({ ...published, fetched_at: old });
+    const since = `no worker has published prices since ${old}`;
+    await page.goto(`/episodes/${id}`);
+    await page.getByText(`Approve costs: price unavailable: ${since}.`).waitFor();
+    await page.getByText(`A rework costs: price unavailable: ${since}.`).waitFor();
+    assert.equal(await page.getByText(/\d+\.\d\d USD \((assembly|rework)/).count(), 0, 'no price shown');
+    await page.goto('/');
+    await page.getByText(`Next paid step: price unavailable: ${since}.`).waitFor();
+    // None at all (a store no worker has run on yet).
+    unlinkSync(path.join(h.dir, 'vendor-prices.json'));
+    await page.reload();
+    await page.getByText('Next paid step: price unavailable: no worker has published prices yet.').waitFor();
   });
 
   it('says the preview is not playable when the vendor had no ffmpeg (synthetic bytes)', async () => {

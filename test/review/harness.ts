@@ -1,6 +1,7 @@
 /**
  * The review desk's test set-up: one dev server and one Chromium per file; per test a data dir with a file store, a
- * vendor simulator (rendering real media with ffmpeg), a worker with real activities, and a desk on 127.0.0.1.
+ * vendor simulator (rendering real media with ffmpeg), a worker with real activities and the vendor's prices published
+ * to the store as a worker process does, and a desk on 127.0.0.1.
  */
 import { execFileSync } from 'node:child_process';
 import { promises as fs, mkdtempSync } from 'node:fs';
@@ -20,11 +21,12 @@ import { startReviewDesk, type ReviewDeskOptions } from '../../src/review/server
 import { FileEpisodeStore } from '../../src/store/file-store';
 import type { VendorSimulator } from '../../src/vendor-sim/simulator';
 import { episodeProductionWorkflow } from '../../src/workflows';
-import { vendorPriceSource } from '../../src/review/prices';
+import { publishVendorPrices } from '../../src/process/price-publisher';
 import { staticCredentialsLoader } from '../../src/vendor-api/credentials';
 import { WORKFLOW_TEST_API_KEY, spyingCredentials, startTestVendor, testDeps } from '../helpers/deps';
 import { createTestEnv, createTestWorker, REPO_ROOT, uniqueTaskQueue, workflowBundle } from '../helpers/temporal';
 import { until } from '../helpers/wait';
+import { nativeVendors } from '../../src/vendors/directory';
 
 export function chromiumPath(): string {
   return execFileSync('bash', [path.join(REPO_ROOT, 'scripts', 'review-test-tools.sh'), 'chromium'], {
@@ -45,8 +47,10 @@ export interface DeskHarness {
   url: string;
   /** The desk's audit log, one parsed line each. */
   audit: AuditLine[];
-  /** Restarts the desk on the same port with other options (e.g. a tighter sign-in limit); prices come from this test's vendor. */
+  /** Restarts the desk on the same port with other options (e.g. a tighter sign-in limit). */
   restartDesk(options?: Partial<ReviewDeskOptions>): Promise<void>;
+  /** What a worker does at start and every minute: the vendor's prices (default: this test's) into the store. */
+  publishPrices(vendor?: VendorSimulator): Promise<void>;
   /** Allocates an episode (in `week`, else the next of W10, W11, ...), starts its production, waits for a decision. */
   waitingEpisode(key: string, week?: string): Promise<EpisodeId>;
   waitForState(id: EpisodeId, what: string, ok: (s: EpisodeState) => boolean): Promise<EpisodeState>;
@@ -72,16 +76,18 @@ export function useDeskHarness(prefix: string): DeskHarness {
       reviewers: h.reviewers,
       getClient: () => Promise.resolve(h.env.client),
       budgetCents: 20_000,
-      prices: vendorPriceSource(staticCredentialsLoader(WORKFLOW_TEST_API_KEY), {
-        baseUrl: new URL(h.vendor.url),
-        timeoutMs: 2_000,
-      }),
       timeZone: 'UTC',
       audit: new AuditLog((line) => h.audit.push(JSON.parse(line) as AuditLine)),
       ...options,
     });
     desk = started;
     h.url = started.url;
+  };
+
+  h.publishPrices = async (vendor = h.vendor) => {
+    const credentials = staticCredentialsLoader(WORKFLOW_TEST_API_KEY);
+    const vendors = nativeVendors(credentials, { baseUrl: new URL(vendor.url), timeoutMs: 2_000 });
+    await publishVendorPrices({ store: h.store, vendors });
   };
 
   h.waitForState = (id, what, ok) =>
@@ -140,6 +146,7 @@ export function useDeskHarness(prefix: string): DeskHarness {
       activities: createActivities(testDeps(h.store, h.vendor, spyingCredentials())),
     });
     worker = { shutdown: () => w.shutdown(), done: w.run() };
+    await h.publishPrices();
     await h.restartDesk();
   });
   afterEach(async () => {

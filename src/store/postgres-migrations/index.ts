@@ -5,6 +5,7 @@
  */
 import { migration001 } from './001-initial-schema';
 import { migration002 } from './002-review-sessions';
+import { migration003 } from './003-vendor-prices';
 
 export interface Migration {
   readonly version: number;
@@ -12,6 +13,6 @@ export interface Migration {
   readonly sql: string;
 }
 
-export const MIGRATIONS: readonly Migration[] = [migration001, migration002];
+export const MIGRATIONS: readonly Migration[] = [migration001, migration002, migration003];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
