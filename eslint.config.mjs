@@ -174,6 +174,30 @@ export default tseslint.config(
     },
   },
   {
+    // The paid steps, the CLI and the processes reach a vendor through the port (src/vendors/port.ts), never a
+    // concrete client or its wire contract: an adapter is the one place that knows a vendor's API.
+    files: ['src/activities/**/*.ts', 'src/cli/**/*.ts', 'src/process/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '**/vendor-api/client',
+                '**/vendor-api/api',
+                '**/vendors/native',
+                '**/vendors/fal',
+                '**/vendors/replicate',
+              ],
+              message: 'Reach vendors through the port (src/vendors/port.ts, directory.ts).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The review desk holds no vendor key (issue #35): it shows the prices workers publish to the store.
     files: ['src/review/**/*.ts'],
     rules: {

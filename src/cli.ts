@@ -18,6 +18,7 @@ import { registerReviewCommands } from './cli/review-commands';
 import { registerScheduleCommands } from './cli/schedule-commands';
 import { registerStoreCommands } from './cli/store-commands';
 import { registerVendorCommands } from './cli/vendor-commands';
+import { registerVendorListCommands } from './cli/vendor-list-commands';
 import { registerConfigCommands } from './cli/config-commands';
 import { optionHelp } from './settings/reference';
 import { PipelineError, ErrorType } from './domain/errors';
@@ -54,6 +55,7 @@ export function buildProgram(): { program: Command; ctx: CliContext } {
   registerRepairCommands(program, ctx);
   registerStoreCommands(program, ctx);
   registerVendorCommands(program, ctx);
+  registerVendorListCommands(program, ctx);
   registerConfigCommands(program, ctx);
   registerReviewCommands(program, ctx);
   return { program, ctx };

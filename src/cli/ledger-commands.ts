@@ -4,10 +4,9 @@ import type { EpisodeState } from '../domain/episode-state';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { stepKey } from '../domain/names';
 import { parseWeekId } from '../domain/week-id';
-import type { Charge } from '../vendor-api/api';
-import { createVendorClient } from '../vendor-api/client';
-import { envCredentialsLoader } from '../vendor-api/credentials';
-import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
+import { PAID_STEPS } from '../domain/paid-step';
+import { vendorsFromEnv } from '../vendors/directory';
+import type { VendorCharge, Vendors } from '../vendors/port';
 import { writeFileDurable } from '../files/durable-fs';
 import { printJson, type CliContext } from './context';
 
@@ -29,11 +28,41 @@ export interface LedgerView {
     /** The ledger has it, the vendor never billed it. */
     unbilled_entries: { job_id: string; episode_id: string; step: string }[];
     amount_mismatches: { job_id: string; ledger_cents: number; billed_cents: number }[];
+    /** Ledger entries at a vendor that shows no billing (profile.billingJournal false): not checkable here. */
+    unverifiable: { job_id: string; episode_id: string; step: string; vendor: string }[];
   } | null;
 }
 
+/** Every journal the ledger's vendors show, and the adapters that show none. */
+export interface Billing {
+  charges: VendorCharge[];
+  withoutJournal: ReadonlySet<string>;
+}
+
+/** The adapter part of a step's vendor (`fal:fal-ai/flux/dev` → `fal`); a record with none is native. */
+const adapterOf = (vendor: string | undefined): string => (vendor ?? 'native').split(':')[0]!;
+
+/** Asks each adapter the episodes used, or that is assigned now, for its journal: once per adapter. */
+async function fetchBilling(vendors: Vendors, episodes: EpisodeState[]): Promise<Billing> {
+  const used = new Map<string, string>();
+  for (const vendor of [
+    ...PAID_STEPS.map((step) => vendors.assigned(step)),
+    ...episodes.flatMap((e) => Object.values(e.steps).map((s) => s.vendor ?? 'native')),
+  ]) {
+    if (!used.has(adapterOf(vendor))) used.set(adapterOf(vendor), vendor);
+  }
+  const charges: VendorCharge[] = [];
+  const withoutJournal = new Set<string>();
+  for (const [adapter, vendor] of used) {
+    const journal = await (await vendors.open(vendor)).billing();
+    if (journal === null) withoutJournal.add(adapter);
+    else charges.push(...journal);
+  }
+  return { charges, withoutJournal };
+}
+
 /** Pure: the ledger of some episodes, reconciled against the vendor's billing when given. */
-export function buildLedgerView(episodes: EpisodeState[], billing: Charge[] | null): LedgerView {
+export function buildLedgerView(episodes: EpisodeState[], billing: Billing | null): LedgerView {
   const view: LedgerView = {
     episodes: episodes.map((e) => ({
       episode_id: e.episode_id,
@@ -52,7 +81,7 @@ export function buildLedgerView(episodes: EpisodeState[], billing: Charge[] | nu
   if (!billing) return view;
 
   const ids = new Set(episodes.map((e) => e.episode_id as string));
-  const charges = billing.filter((c) => ids.has(c.episode_id));
+  const charges = billing.charges.filter((c) => ids.has(c.episode_id));
   const ledger = new Map(episodes.flatMap((e) => e.ledger.map((l) => [l.remote_job_id, { e, l }] as const)));
   const inFlight = new Map(
     episodes.flatMap((e) =>
@@ -68,6 +97,7 @@ export function buildLedgerView(episodes: EpisodeState[], billing: Charge[] | nu
     pending: [],
     unbilled_entries: [],
     amount_mismatches: [],
+    unverifiable: [],
   };
   for (const c of charges) {
     const entry = ledger.get(c.job_id);
@@ -92,8 +122,14 @@ export function buildLedgerView(episodes: EpisodeState[], billing: Charge[] | nu
       });
   }
   for (const [jobId, { e, l }] of ledger) {
-    if (!billed.has(jobId))
-      r.unbilled_entries.push({ job_id: jobId, episode_id: e.episode_id, step: stepKey(l.step, l.round) });
+    const step = stepKey(l.step, l.round);
+    const vendor = adapterOf(e.steps[step]?.vendor);
+    if (billing.withoutJournal.has(vendor))
+      r.unverifiable.push({ job_id: jobId, episode_id: e.episode_id, step, vendor });
+    // A failure the vendor documents as unbilled is a 0 line with no charge beside it.
+    else if (!billed.has(jobId) && l.amount_cents > 0) {
+      r.unbilled_entries.push({ job_id: jobId, episode_id: e.episode_id, step });
+    }
   }
   view.reconciliation = r;
   return view;
@@ -144,11 +180,7 @@ export function registerLedgerCommands(program: Command, ctx: CliContext): void 
       }
       const weekId = opts.week === undefined ? undefined : parseWeekId(opts.week);
       const episodes = await ctx.getStore().listEpisodes({ weekId });
-      let billing: Charge[] | null = null;
-      if (opts.vendor) {
-        const client = await createVendorClient(envCredentialsLoader(), vendorEndpointFromEnv());
-        billing = await client.getBilling();
-      }
+      const billing = opts.vendor ? await fetchBilling(vendorsFromEnv(), episodes) : null;
       const view = buildLedgerView(episodes, billing);
       if (opts.json) printJson(view);
       else printLedger(view);
@@ -183,5 +215,9 @@ function printLedger(view: LedgerView): void {
   for (const m of r.amount_mismatches) {
     const [ledger, billed] = [m.ledger_cents, m.billed_cents].map((c) => formatMoney(c, view.currency));
     console.log(`AMOUNT MISMATCH ${m.job_id}: ledger ${ledger}, billed ${billed}`);
+  }
+  const blind = [...new Set(r.unverifiable.map((u) => u.vendor))];
+  if (blind.length > 0) {
+    console.log(`not checkable: ${r.unverifiable.length} entries at ${blind.join(', ')}, which shows no billing`);
   }
 }

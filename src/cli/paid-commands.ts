@@ -10,9 +10,7 @@ import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { EpisodeState } from '../domain/episode-state';
 import type { PaidStep } from '../domain/paid-step';
 import { PipelineError, ErrorType } from '../domain/errors';
-import { createVendorClient } from '../vendor-api/client';
-import { envCredentialsLoader } from '../vendor-api/credentials';
-import { vendorEndpointFromEnv } from '../vendor-api/endpoint';
+import { vendorsFromEnv } from '../vendors/directory';
 import { episodeProductionWorkflow, episodeReassemblyWorkflow } from '../workflows';
 import { reconciledSignal, statusQuery, type ProductionStatus } from '../workflows/messages';
 import { sendDecision } from '../review/decision-updates';
@@ -228,7 +226,8 @@ async function reconcile(ctx: CliContext, raw: string, opts: ReconcileOptions): 
       `${id} ${key} is ${record?.status ?? 'not started'}; nothing to reconcile`,
     );
   }
-  const quoted = opts.remoteJob ? await checkedQuote(id, step, key, opts.remoteJob) : null;
+  const vendor = record.vendor ?? 'native';
+  const quoted = opts.remoteJob ? await checkedQuote(vendor, { id, step, key }, opts.remoteJob) : null;
   const at = new Date().toISOString();
   await ctx.getStore().updateEpisode(id, (s) => {
     const r = s.steps[key]!;
@@ -252,17 +251,21 @@ async function reconcile(ctx: CliContext, raw: string, opts: ReconcileOptions): 
   }
 }
 
-/** Checks the operator's claim with the vendor before it becomes the step's reference; returns the job's quote. */
-async function checkedQuote(id: EpisodeId, step: PaidStep, key: string, remoteJob: string) {
-  const vendor = await createVendorClient(envCredentialsLoader(), vendorEndpointFromEnv());
-  const job = await vendor.getJob(remoteJob);
+/**
+ * Checks the operator's claim with the vendor the step's job went to before it becomes the step's reference; returns
+ * the job's cost so far (a quote; null for a metered job not finished).
+ */
+async function checkedQuote(vendorName: string, at: { id: EpisodeId; step: PaidStep; key: string }, remoteJob: string) {
+  const { id, step, key } = at;
+  const vendor = await vendorsFromEnv().open(vendorName);
+  const job = await vendor.get(remoteJob);
   if (job.episode_id !== id || job.kind !== step) {
     throw new PipelineError(
       ErrorType.InvalidInput,
       `vendor job ${job.job_id} is a ${job.kind} of ${job.episode_id}, not ${key} of ${id}`,
     );
   }
-  return job.quoted_cost;
+  return job.cost;
 }
 
 /** A round number as the CLI takes it, alone (`--round 1`) or in a step key (`rework-r1`). */

@@ -42,7 +42,10 @@ const list = z.string().transform((text) =>
 /** `adapter` or `adapter:model` (src/vendors/directory.ts checks the adapter exists). */
 const vendorSchema = z
   .string()
-  .regex(/^[a-z][a-z0-9-]{0,31}(:[A-Za-z0-9._/-]{1,160})?$/, 'is `adapter` or `adapter:model`')
+  .regex(
+    /^[a-z][a-z0-9-]{0,31}(:[A-Za-z0-9][\w.-]{0,63}(\/[A-Za-z0-9][\w.-]{0,63}){0,4})?$/,
+    'is `adapter` or `adapter:model`',
+  )
   .default('native');
 
 export const SETTINGS = {

@@ -9,21 +9,28 @@ import { readSettings } from '../settings/read';
 import { createVendorClient } from '../vendor-api/client';
 import { envCredentialsLoader, type CredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv, type VendorEndpoint } from '../vendor-api/endpoint';
-import { nativeAdapter } from './native';
+import { NATIVE_PROFILE, nativeAdapter } from './native';
+import type { VendorProfile } from '../domain/vendor-profile';
 import type { VendorAdapter, VendorLogger, Vendors } from './port';
 
 /** Opens one adapter for a model (null: the adapter has one). */
 export type AdapterOpener = (model: string | null, logger?: VendorLogger) => Promise<VendorAdapter>;
 
-/** `adapter` or `adapter:model`, as settings and step records write a step's vendor. */
-export const VENDOR_PATTERN = /^([a-z][a-z0-9-]{0,31})(?::([A-Za-z0-9._/-]{1,160}))?$/;
+/**
+ * `adapter` or `adapter:model`, as settings and step records write a step's vendor. A model is up to five path
+ * segments, each starting with a letter or digit: it lands in URL paths, so no `..` and no empty segment.
+ */
+export const VENDOR_PATTERN =
+  /^([a-z][a-z0-9-]{0,31})(?::((?:[A-Za-z0-9][\w.-]{0,63})(?:\/[A-Za-z0-9][\w.-]{0,63}){0,4}))?$/;
 
 export function vendorDirectory(
   openers: Readonly<Record<string, AdapterOpener>>,
   assigned: (step: PaidStep) => string,
+  profiles: Readonly<Record<string, VendorProfile>> = { native: NATIVE_PROFILE },
 ): Vendors {
   return {
     assigned,
+    profiles: () => profiles,
     open(vendor: string, logger?: VendorLogger): Promise<VendorAdapter> {
       const [, name = '', model] = VENDOR_PATTERN.exec(vendor) ?? [];
       const opener = Object.hasOwn(openers, name) ? openers[name] : undefined;

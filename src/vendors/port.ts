@@ -94,5 +94,7 @@ export interface VendorLogger {
 export interface Vendors {
   /** The adapter assigned to new jobs of this kind. */
   assigned(step: PaidStep): string;
+  /** The profile of each adapter that is set up, without opening any (no key is read). */
+  profiles(): Readonly<Record<string, VendorProfile>>;
   open(name: string, logger?: VendorLogger): Promise<VendorAdapter>;
 }

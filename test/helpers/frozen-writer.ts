@@ -40,6 +40,7 @@ export function bookkeepingDeps(store: EpisodeStore): PaidStepDeps {
     budgetCents: 0,
     vendors: {
       assigned: () => 'native',
+      profiles: () => ({}),
       open: () => Promise.reject(new Error('a bookkeeping write must not open a vendor')),
     },
   };

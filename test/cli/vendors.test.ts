@@ -1,0 +1,28 @@
+/** `episodes vendors`: the assignments and profiles as an operator reads them; a bad assignment is refused clearly. */
+import assert from 'node:assert/strict';
+import { runCli } from '../helpers/processes';
+
+describe('episodes vendors', function () {
+  this.timeout(30_000);
+
+  it('lists each kind’s vendor and each adapter’s profile, reading no key', async () => {
+    const r = await runCli(['vendors', '--json'], {
+      EPISODES_VENDOR_API_KEY_FILE: '/nonexistent/key',
+      EPISODES_VENDOR_REWORK: 'native',
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { assigned: Record<string, string>; adapters: Record<string, unknown> };
+    assert.deepEqual(out.assigned, { video: 'native', cover: 'native', rework: 'native', assembly: 'native' });
+    assert.deepEqual(Object.keys(out.adapters), ['native']);
+    assert.match(JSON.stringify(out.adapters.native), /"idempotency":"key"/);
+  });
+
+  it('an assignment to an adapter that is not set up fails with the setting’s name and changes nothing', async () => {
+    const r = await runCli(['vendors'], { EPISODES_VENDOR_COVER: 'nosuch:model' });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /EPISODES_VENDOR_COVER: no adapter "nosuch"/);
+    const bad = await runCli(['vendors'], { EPISODES_VENDOR_VIDEO: 'native:../../etc' });
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /EPISODES_VENDOR_VIDEO/);
+  });
+});
