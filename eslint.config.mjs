@@ -58,6 +58,8 @@ const LAYERS = [
     { name: 'state-metrics', paths: ['src/process/state-metrics.ts'] },
     // The vendor's prices, published by the worker to the store for the review desk.
     { name: 'price-publisher', paths: ['src/process/price-publisher.ts'] },
+    // Vendor callbacks (webhooks), verified by the step's adapter and applied to its record.
+    { name: 'callback-receiver', paths: ['src/process/callback-receiver.ts'] },
     { name: 'temporal-connection', paths: ['src/process/temporal-connection.ts'] },
     { name: 'temporal-namespace', paths: ['src/process/temporal-namespace.ts'] },
     { name: 'worker-cache', paths: ['src/process/worker-cache.ts'] },

@@ -15,6 +15,8 @@ export interface ActivityDeps {
   pollIntervalMs?: number;
   /** Temporal's records of allocations, to re-assert one the store forgot (reassertion.ts); none: no healing. */
   allocationRecords?: AllocationRecords;
+  /** Where vendors that call back reach the worker (EPISODES_CALLBACK_PUBLIC_URL); none: every job is polled. */
+  callbackUrl?: URL;
   /** Webhook and desk link of review notices; none when absent. */
   reviewNotice?: ReviewNoticeSettings;
 }

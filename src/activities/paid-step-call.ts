@@ -24,6 +24,8 @@ export interface PaidStepDeps {
   pollIntervalMs?: number;
   /** Temporal's records of allocations, to re-assert one the store forgot (reassertion.ts); none: no healing. */
   allocationRecords?: AllocationRecords;
+  /** Where vendors that call back reach the worker's callback receiver; none: every job is polled. */
+  callbackUrl?: URL;
 }
 
 export interface PaidStepInput {

@@ -47,7 +47,8 @@ async function send(call: PaidStepCall, spec: Record<string, unknown>): Promise<
   const vendor = await call.vendor();
   let accepted;
   try {
-    accepted = await vendor.submit({ step: at.step, episodeId: at.id, spec, ref: at.ref, callbackUrl: null });
+    const callbackUrl = vendor.profile.completion === 'webhook' ? callbackFor(call.deps, vendor.name) : null;
+    accepted = await vendor.submit({ step: at.step, episodeId: at.id, spec, ref: at.ref, callbackUrl });
   } catch (e) {
     if (!isVendorError(e) || e.outcome === null) throw e;
     if (e.outcome === 'not-accepted') {
@@ -63,6 +64,13 @@ async function send(call: PaidStepCall, spec: Record<string, unknown>): Promise<
   countSubmission('accepted', at.step);
   await failpoint('submission.accepted');
   return saveReference(call, accepted);
+}
+
+/** The receiver's address for this adapter (`…/callbacks/fal`); the adapter adds the step's ref. */
+function callbackFor(deps: PaidStepDeps, adapter: string): URL | null {
+  if (!deps.callbackUrl) return null;
+  const base = deps.callbackUrl.href.endsWith('/') ? deps.callbackUrl : new URL(`${deps.callbackUrl.href}/`);
+  return new URL(`callbacks/${adapter}`, base);
 }
 
 /** The job an earlier attempt created, null when the vendor certainly has none; parks the step when it cannot say. */

@@ -65,3 +65,22 @@ export function committedCents(state: EpisodeState): number {
     .reduce((sum, s) => sum + (s.quoted_cost?.amount_cents ?? s.reserved_cents ?? 0), 0);
   return charged + pending;
 }
+
+/** What a verified vendor callback does to its step's record. */
+export type CallbackVerdict =
+  /** The record names no job yet: it takes this one (and a parked step is reconciled to it). */
+  | { adopt: true; wasParked: boolean }
+  /** Already the record's job (a redelivery, a late or a duplicate callback): nothing changes. */
+  | { duplicate: true }
+  /** The record names another job, or there is no record: nothing changes; an operator should look. */
+  | { refuse: string };
+
+/** Applied at most once per job: a callback only ever fills a step's empty job reference, never replaces one. */
+export function onCallback(record: StepRecord | undefined, jobId: string): CallbackVerdict {
+  if (!record) return { refuse: 'the store has no record of this step (run `episodes repair`)' };
+  if (record.remote_job_id === jobId) return { duplicate: true };
+  if (record.remote_job_id !== null) {
+    return { refuse: `the step's job is ${record.remote_job_id}, the callback names ${jobId}: two jobs for one step` };
+  }
+  return { adopt: true, wasParked: record.status === 'needs_reconciliation' };
+}

@@ -6,13 +6,13 @@
  * docs/deploy.md); SIGINT or SIGTERM drain in-flight tasks, then exit.
  */
 import type { WorkerDeploymentVersion } from '@temporalio/common';
-import { Client } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { Runtime, type Worker, type Logger, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { temporalAllocationRecords } from '../activities/allocation-records';
 import { snakeCaseMetricTags } from '../activities/metrics';
 import { describeWebhook, type ReviewNoticeSettings } from '../activities/review-notice';
-import { SCHEDULE_ID } from '../domain/names';
+import { paidStepWorkflowId, SCHEDULE_ID } from '../domain/names';
 import type { PipelineConfig } from './config';
 import type { EpisodeStore } from '../store/episode-store';
 import { openStore, prepareStore, storeApplicationName } from '../store/open-store';
@@ -21,6 +21,8 @@ import { requireNamespaceReady } from './temporal-namespace';
 import { loadReviewNoticeSettings } from './review-notice-config';
 import { clusterGauges, readClusterFacts, setClusterGauges } from './cluster-metrics';
 import { startPricePublisher } from './price-publisher';
+import { callbackSettingsFromEnv, startCallbackReceiver, type CallbackReceiver } from './callback-receiver';
+import { reconciledSignal } from '../workflows/messages';
 import { setStateGauges, startPeriodicMetrics, stateGauges, stateMetricsIntervalMs } from './state-metrics';
 import { installTelemetry, loadTelemetryConfig } from './telemetry';
 import { workerCacheOptions } from './worker-cache';
@@ -48,6 +50,7 @@ export function buildDeps(config: PipelineConfig, store: EpisodeStore, logger?: 
     vendors: vendorsFromEnv(process.env, logger ? (message) => void logger.warn(message) : undefined),
     budgetCents: config.budgetCents,
     reviewNotice: loadReviewNoticeSettings(),
+    callbackUrl: callbackSettingsFromEnv()?.publicUrl,
   };
 }
 
@@ -140,6 +143,36 @@ function startMetricCollectors(
   );
 }
 
+/** The callback receiver when EPISODES_CALLBACK_* are set: a verified callback that settles a parked step signals it. */
+async function startCallbacks(
+  deps: ActivityDeps,
+  connection: NativeConnection,
+  config: PipelineConfig,
+  logger: Logger,
+): Promise<CallbackReceiver | undefined> {
+  const settings = callbackSettingsFromEnv();
+  if (!settings) return undefined;
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const receiver = await startCallbackReceiver(
+    {
+      store: deps.store,
+      vendors: deps.vendors,
+      log: (line) => void logger.warn(`worker: ${line}`),
+      async signalReconciled(id, step, round) {
+        await client.workflow
+          .getHandle(paidStepWorkflowId(id, step, round))
+          .signal(reconciledSignal)
+          .catch((e: unknown) => {
+            if (!(e instanceof WorkflowNotFoundError)) throw e;
+          });
+      },
+    },
+    settings.listen,
+  );
+  logger.info(`worker: vendor callbacks on ${receiver.url}, reached at ${settings.publicUrl.href}`);
+  return receiver;
+}
+
 /** Runs the worker until a shutdown signal. Only tests open another store (test/helpers/unsafe-worker.ts). */
 export async function runWorker(config: PipelineConfig, openWorkerStoreFn = openWorkerStore): Promise<void> {
   refuseFailpointsOutsideTests();
@@ -165,11 +198,13 @@ export async function runWorker(config: PipelineConfig, openWorkerStoreFn = open
     info: (message) => void logger.info(`worker: ${message}`),
     warn: (message) => void logger.warn(`worker: ${message}`),
   });
+  const callbacks = await startCallbacks(deps, connection, config, logger);
   try {
     // Worker.run() resolves after a shutdown signal (SIGINT, SIGTERM, ...) once in-flight tasks have drained.
     await worker.run();
   } finally {
     stopMetrics();
+    await callbacks?.close();
     await stopPrices();
     await deps.store.close();
     await connection.close();

@@ -202,6 +202,19 @@ export const SETTINGS = {
       'the vendor of assembly steps: `native`, or `adapter:model` (docs/vendors.md); `episodes vendors` lists them',
     schema: vendorSchema,
   },
+  EPISODES_CALLBACK_LISTEN: {
+    group: 'vendor',
+    meaning: 'host:port where the worker takes vendor callbacks (webhooks); unset: none, every job is polled',
+    schema: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'expected host:port, e.g. 127.0.0.1:8791')
+      .optional(),
+  },
+  EPISODES_CALLBACK_PUBLIC_URL: {
+    group: 'vendor',
+    meaning: 'the https URL at which vendors reach EPISODES_CALLBACK_LISTEN (set both or neither)',
+    schema: z.string().optional(),
+  },
   EPISODES_VENDOR_TIMEOUT_MS: {
     group: 'vendor',
     meaning: 'timeout of one vendor request',

@@ -4,6 +4,7 @@ import {
   committedCents,
   ledgerCost,
   mayHaveSent,
+  onCallback,
   reserveCents,
   type LookupFacts,
 } from '../../src/domain/pay-once';
@@ -89,5 +90,20 @@ describe('pay-once rules (pure), one table per vendor profile', () => {
       },
     } as unknown as EpisodeState;
     assert.equal(committedCents(state), 123);
+  });
+});
+
+describe('vendor callbacks (pure): applied at most once per job, never replacing a reference', () => {
+  const record = (fields: Partial<StepRecord>) => ({ status: 'intent', remote_job_id: null, ...fields }) as StepRecord;
+  it('fills an empty reference; a parked step is reconciled to it', () => {
+    assert.deepEqual(onCallback(record({}), 'j1'), { adopt: true, wasParked: false });
+    assert.deepEqual(onCallback(record({ status: 'needs_reconciliation' }), 'j1'), { adopt: true, wasParked: true });
+  });
+  it('a redelivered, late or duplicate callback for the same job changes nothing', () => {
+    assert.deepEqual(onCallback(record({ status: 'succeeded', remote_job_id: 'j1' }), 'j1'), { duplicate: true });
+  });
+  it('another job for a step that has one, or a step the store does not know, is refused', () => {
+    assert.ok('refuse' in onCallback(record({ status: 'submitted', remote_job_id: 'j1' }), 'j2'));
+    assert.ok('refuse' in onCallback(undefined, 'j1'));
   });
 });
