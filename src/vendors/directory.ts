@@ -9,6 +9,7 @@ import { readSettings } from '../settings/read';
 import { createVendorClient } from '../vendor-api/client';
 import { envCredentialsLoader, type CredentialsLoader } from '../vendor-api/credentials';
 import { vendorEndpointFromEnv, type VendorEndpoint } from '../vendor-api/endpoint';
+import { falOpener } from './fal-opener';
 import { nativeAdapter } from './native';
 import type { VendorAdapter, VendorLogger, Vendors } from './port';
 
@@ -67,6 +68,7 @@ export function vendorsFromEnv(env: NodeJS.ProcessEnv = process.env, warn?: (mes
   };
   const openers: Record<string, AdapterOpener> = {
     native: nativeOpener(envCredentialsLoader(env, warn ? { warn } : {}), vendorEndpointFromEnv(env)),
+    fal: falOpener(env, warn),
   };
   for (const step of PAID_STEPS) {
     const name = VENDOR_PATTERN.exec(byStep[step])?.[1] ?? '';
