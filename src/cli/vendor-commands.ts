@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { DEFAULT_VENDOR_PORT } from '../settings/table';
 import { envCredentialsLoader } from '../vendor-api/credentials';
+import { startFalSimulator } from '../vendor-sim/fal';
 import { startVendorSimulator } from '../vendor-sim/simulator';
 import { loadSimulatorSettings } from '../process/config';
 import type { CliContext } from './context';
@@ -15,6 +16,7 @@ interface VendorSimOptions {
   jobDurationMs?: string;
   idempotency: boolean;
   quiet?: boolean;
+  flavor: string;
 }
 
 export function registerVendorCommands(program: Command, _ctx: CliContext): void {
@@ -30,7 +32,11 @@ export function registerVendorCommands(program: Command, _ctx: CliContext): void
     .option('--job-duration-ms <ms>', 'time from acceptance to success')
     .option('--no-idempotency', 'ignore Idempotency-Key: every submission creates and charges a new job')
     .option('--quiet', 'do not log requests to stderr')
+    .option('--flavor <flavor>', 'native (docs/vendor-api.md), or fal (docs/vendors.md)', 'native')
     .action(async (opts: VendorSimOptions) => {
+      if (opts.flavor === 'fal') return runFalSimulator(opts);
+      // 'replicate': its simulator plugs in here, like fal's.
+      if (opts.flavor !== 'native') throw new PipelineError(ErrorType.InvalidInput, '--flavor is native or fal');
       const port = parseInteger('--port', opts.port, 65_535);
       const latencyMs = opts.latencyMs === undefined ? undefined : parseInteger('--latency-ms', opts.latencyMs);
       const jobDurationMs =
@@ -52,6 +58,26 @@ export function registerVendorCommands(program: Command, _ctx: CliContext): void
       await sim.close();
       console.log('vendor simulator stopped');
     });
+}
+
+/** fal's simulator; its key is EPISODES_FAL_KEY[_FILE], as the adapter reads it. */
+async function runFalSimulator(opts: VendorSimOptions): Promise<void> {
+  const names = { key: 'EPISODES_FAL_KEY', file: 'EPISODES_FAL_KEY_FILE' } as const;
+  const env = opts.apiKeyFile === undefined ? process.env : { EPISODES_FAL_KEY_FILE: opts.apiKeyFile };
+  const sim = await startFalSimulator({
+    apiKey: await envCredentialsLoader(env, { names }).load(),
+    port: parseInteger('--port', opts.port, 65_535),
+    jobDurationMs: opts.jobDurationMs === undefined ? undefined : parseInteger('--job-duration-ms', opts.jobDurationMs),
+    ...loadSimulatorSettings(),
+    log: opts.quiet ? undefined : (line) => process.stderr.write(`vendor-sim: ${line}\n`),
+  });
+  console.log(
+    `fal simulator listening on ${sim.url} (export EPISODES_FAL_QUEUE_URL=${sim.queueUrl} ` +
+      `EPISODES_FAL_API_URL=${sim.apiUrl} EPISODES_FAL_JWKS_URL=${sim.jwksUrl})`,
+  );
+  await untilSignal();
+  await sim.close();
+  console.log('fal simulator stopped');
 }
 
 export function untilSignal(): Promise<void> {

@@ -221,6 +221,53 @@ export const SETTINGS = {
     schema: z.coerce.number().int().min(1).max(600_000).default(10_000),
     formerly: ['VENDOR_TIMEOUT_MS'],
   },
+  // ---- metered vendors' maximum per step, and fal (docs/vendors.md) ----
+  EPISODES_VENDOR_VIDEO_MAX_CENTS: {
+    group: 'vendor',
+    meaning: 'the most a metered video step may cost: held against the budget until the vendor bills it',
+    schema: positiveInt(6000),
+  },
+  EPISODES_VENDOR_COVER_MAX_CENTS: {
+    group: 'vendor',
+    meaning: 'the most a metered cover step may cost: held against the budget until the vendor bills it',
+    schema: positiveInt(500),
+  },
+  EPISODES_VENDOR_REWORK_MAX_CENTS: {
+    group: 'vendor',
+    meaning: 'the most a metered rework step may cost: held against the budget until the vendor bills it',
+    schema: positiveInt(3000),
+  },
+  EPISODES_VENDOR_ASSEMBLY_MAX_CENTS: {
+    group: 'vendor',
+    meaning: 'the most a metered assembly step may cost: held against the budget until the vendor bills it',
+    schema: positiveInt(1500),
+  },
+  EPISODES_FAL_QUEUE_URL: {
+    group: 'vendor',
+    meaning: "fal's queue API (https; plain http only to localhost: `episodes vendor-sim --flavor fal`)",
+    schema: z.string().min(1).default('https://queue.fal.run'),
+  },
+  EPISODES_FAL_API_URL: {
+    group: 'vendor',
+    meaning: "fal's Platform API: request listing and billing events (https; plain http only to localhost)",
+    schema: z.string().min(1).default('https://api.fal.ai/v1'),
+  },
+  EPISODES_FAL_JWKS_URL: {
+    group: 'vendor',
+    meaning: "the JWKS fal's webhook signatures are checked against",
+    schema: z.string().min(1).default('https://rest.alpha.fal.ai/.well-known/jwks.json'),
+  },
+  EPISODES_FAL_KEY: {
+    group: 'vendor',
+    meaning: 'the fal API key (admin scope: billing events), read only by paid steps (or EPISODES_FAL_KEY_FILE)',
+    schema: z.string().optional(),
+    secret: 'value',
+  },
+  EPISODES_FAL_KEY_FILE: {
+    group: 'vendor',
+    meaning: 'a file holding the fal API key (surrounding whitespace trimmed)',
+    schema: z.string().optional(),
+  },
   // ---- review notices and the review desk ----
   EPISODES_REVIEW_WEBHOOK_URL: {
     group: 'review',

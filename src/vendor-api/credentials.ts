@@ -5,6 +5,7 @@
 import { promises as fs } from 'node:fs';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { readSetting, resolveSetting } from '../settings/read';
+import type { SettingName } from '../settings/table';
 
 export interface CredentialsLoader {
   load(): Promise<string>;
@@ -16,6 +17,8 @@ const API_KEY_PATTERN = /^[\x21-\x7e]{8,512}$/;
 export interface EnvCredentialsOptions {
   /** Where the group/other-readable key file warning goes (default: stderr). */
   warn?: (message: string) => void;
+  /** The settings holding the key and its file (default the native vendor's; `EPISODES_FAL_KEY[_FILE]` for fal). */
+  names?: { key: SettingName; file: SettingName };
 }
 
 /**
@@ -28,18 +31,22 @@ export function envCredentialsLoader(
   options: EnvCredentialsOptions = {},
 ): CredentialsLoader {
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
+  const { key, file: fileName } = options.names ?? {
+    key: 'EPISODES_VENDOR_API_KEY',
+    file: 'EPISODES_VENDOR_API_KEY_FILE',
+  };
   return {
     async load(): Promise<string> {
-      const direct = resolveSetting('EPISODES_VENDOR_API_KEY', env);
-      const file = readSetting('EPISODES_VENDOR_API_KEY_FILE', env);
+      const direct = resolveSetting(key, env);
+      const file = readSetting(fileName, env);
       if (direct.value !== undefined && file !== undefined) {
-        throw missing('both EPISODES_VENDOR_API_KEY and EPISODES_VENDOR_API_KEY_FILE are set; set only one');
+        throw missing(`both ${key} and ${fileName} are set; set only one`);
       }
-      if (file !== undefined) return checked(await readKeyFile(file, warn), `key file ${file}`);
-      if (direct.value !== undefined && direct.source.kind === 'environment') {
+      if (typeof file === 'string') return checked(await readKeyFile(file, warn), `key file ${file}`);
+      if (typeof direct.value === 'string' && direct.source.kind === 'environment') {
         return checked(direct.value.trim(), direct.source.variable);
       }
-      throw missing('no vendor API key: set EPISODES_VENDOR_API_KEY or EPISODES_VENDOR_API_KEY_FILE');
+      throw missing(`no vendor API key: set ${key} or ${fileName}`);
     },
   };
 }

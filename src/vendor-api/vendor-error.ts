@@ -10,7 +10,7 @@ import { PipelineError, type ErrorType } from '../domain/errors';
 export type SubmissionOutcome = 'not-accepted' | 'unknown';
 
 export type VendorOperation =
-  'submitJob' | 'getJob' | 'findJobsByClientRef' | 'getPrices' | 'downloadArtifact' | 'getBilling';
+  'submitJob' | 'getJob' | 'findJobsByClientRef' | 'getPrices' | 'downloadArtifact' | 'getBilling' | 'readCallback';
 
 export type VendorFailureReason =
   | 'connect-failed'

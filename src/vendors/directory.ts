@@ -11,6 +11,8 @@ import { envCredentialsLoader, type CredentialsLoader } from '../vendor-api/cred
 import { vendorEndpointFromEnv, type VendorEndpoint } from '../vendor-api/endpoint';
 import { NATIVE_PROFILE, nativeAdapter } from './native';
 import type { VendorProfile } from '../domain/vendor-profile';
+import { falProfile } from './fal';
+import { falEndpointFromEnv, falOpener } from './fal-opener';
 import type { VendorAdapter, VendorLogger, Vendors } from './port';
 
 /** Opens one adapter for a model (null: the adapter has one). */
@@ -74,6 +76,7 @@ export function vendorsFromEnv(env: NodeJS.ProcessEnv = process.env, warn?: (mes
   };
   const openers: Record<string, AdapterOpener> = {
     native: nativeOpener(envCredentialsLoader(env, warn ? { warn } : {}), vendorEndpointFromEnv(env)),
+    fal: falOpener(env, warn),
   };
   for (const step of PAID_STEPS) {
     const name = VENDOR_PATTERN.exec(byStep[step])?.[1] ?? '';
@@ -84,5 +87,9 @@ export function vendorsFromEnv(env: NodeJS.ProcessEnv = process.env, warn?: (mes
       );
     }
   }
-  return vendorDirectory(openers, (step) => byStep[step]);
+  const profiles: Record<string, VendorProfile> = {
+    native: NATIVE_PROFILE,
+    fal: falProfile(falEndpointFromEnv(env).maxCents),
+  };
+  return vendorDirectory(openers, (step) => byStep[step], profiles);
 }

@@ -10,6 +10,7 @@ import {
 } from '../../src/domain/pay-once';
 import type { EpisodeState, StepRecord } from '../../src/domain/episode-state';
 import type { VendorProfile } from '../../src/domain/vendor-profile';
+import { falProfile } from '../../src/vendors/fal';
 import { NATIVE_PROFILE } from '../../src/vendors/native';
 
 /** What the paid step does after each lookup answer, per profile: one table each. */
@@ -35,6 +36,20 @@ const TABLES: Record<string, ProfileTable> = {
     ],
     failedJobCents: 300,
     videoReserveCents: 4200,
+  },
+  fal: {
+    profile: falProfile({ video: 6000, cover: 500, rework: 3000, assembly: 1500 }),
+    lookups: [
+      [{ jobs: 1, billed: false }, 'adopt'],
+      // Its listing may not show a request it queued: "none listed" never means "send".
+      [{ jobs: 0, billed: false }, 'park'],
+      [{ jobs: 0, billed: true }, 'park'],
+      [{ jobs: 2, billed: true }, 'park'],
+      [{ unsupported: true }, 'park'],
+    ],
+    // A failure's amount is what the billing events say (a 422 may be billed; the adapter reports 0 for a 5xx).
+    failedJobCents: 300,
+    videoReserveCents: 6000,
   },
 };
 

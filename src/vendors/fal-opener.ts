@@ -1,0 +1,61 @@
+/** fal from the settings: its hosts, its key (read only when a paid step opens it), each kind's metered maximum. */
+import { ErrorType, PipelineError } from '../domain/errors';
+import type { PaidStep } from '../domain/paid-step';
+import { readSettings } from '../settings/read';
+import { envCredentialsLoader, type CredentialsLoader } from '../vendor-api/credentials';
+import { falAdapter } from './fal';
+import type { VendorAdapter, VendorLogger } from './port';
+
+/** directory.ts's `AdapterOpener` (not imported: the directory imports this file). */
+type AdapterOpener = (model: string | null, logger?: VendorLogger) => Promise<VendorAdapter>;
+
+export interface FalEndpoint {
+  queueUrl: string;
+  apiUrl: string;
+  jwksUrl: string;
+  timeoutMs: number;
+  maxCents: Record<PaidStep, number>;
+}
+
+export function falEndpointFromEnv(env: NodeJS.ProcessEnv = process.env): FalEndpoint {
+  const s = readSettings(
+    [
+      'EPISODES_FAL_QUEUE_URL',
+      'EPISODES_FAL_API_URL',
+      'EPISODES_FAL_JWKS_URL',
+      'EPISODES_VENDOR_TIMEOUT_MS',
+      'EPISODES_VENDOR_VIDEO_MAX_CENTS',
+      'EPISODES_VENDOR_COVER_MAX_CENTS',
+      'EPISODES_VENDOR_REWORK_MAX_CENTS',
+      'EPISODES_VENDOR_ASSEMBLY_MAX_CENTS',
+    ],
+    env,
+  );
+  return {
+    queueUrl: s.EPISODES_FAL_QUEUE_URL,
+    apiUrl: s.EPISODES_FAL_API_URL,
+    jwksUrl: s.EPISODES_FAL_JWKS_URL,
+    timeoutMs: s.EPISODES_VENDOR_TIMEOUT_MS,
+    maxCents: {
+      video: s.EPISODES_VENDOR_VIDEO_MAX_CENTS,
+      cover: s.EPISODES_VENDOR_COVER_MAX_CENTS,
+      rework: s.EPISODES_VENDOR_REWORK_MAX_CENTS,
+      assembly: s.EPISODES_VENDOR_ASSEMBLY_MAX_CENTS,
+    },
+  };
+}
+
+/** Opens `fal:<model>`; the key is loaded only now, after the episode guard. */
+export function falAdapterOpener(credentials: CredentialsLoader, endpoint: FalEndpoint): AdapterOpener {
+  return async (model, logger) => {
+    if (model === null) {
+      throw new PipelineError(ErrorType.InvalidInput, 'fal needs a model: `fal:<owner/name[/subpath]>`');
+    }
+    return falAdapter({ ...endpoint, model, apiKey: await credentials.load(), logger });
+  };
+}
+
+export function falOpener(env: NodeJS.ProcessEnv, warn?: (message: string) => void): AdapterOpener {
+  const names = { key: 'EPISODES_FAL_KEY', file: 'EPISODES_FAL_KEY_FILE' } as const;
+  return falAdapterOpener(envCredentialsLoader(env, { names, ...(warn ? { warn } : {}) }), falEndpointFromEnv(env));
+}
