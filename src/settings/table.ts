@@ -203,6 +203,50 @@ export const SETTINGS = {
     schema: z.coerce.number().int().min(1).max(600_000).default(10_000),
     formerly: ['VENDOR_TIMEOUT_MS'],
   },
+  EPISODES_VENDOR_VIDEO_MAX_CENTS: {
+    group: 'vendor',
+    meaning: 'the most a metered video step may cost: held against the budget until the vendor reports the amount',
+    schema: positiveInt(1000),
+  },
+  EPISODES_VENDOR_COVER_MAX_CENTS: {
+    group: 'vendor',
+    meaning: 'the most a metered cover step may cost: held against the budget until the vendor reports the amount',
+    schema: positiveInt(300),
+  },
+  EPISODES_VENDOR_REWORK_MAX_CENTS: {
+    group: 'vendor',
+    meaning: 'the most a metered rework step may cost: held against the budget until the vendor reports the amount',
+    schema: positiveInt(1000),
+  },
+  EPISODES_VENDOR_ASSEMBLY_MAX_CENTS: {
+    group: 'vendor',
+    meaning: 'the most a metered assembly step may cost: held against the budget until the vendor reports the amount',
+    schema: positiveInt(500),
+  },
+  EPISODES_REPLICATE_URL: {
+    group: 'vendor',
+    meaning:
+      'base URL of the Replicate API (https; plain http only to localhost: `episodes vendor-sim --flavor replicate`)',
+    schema: z.string().min(1).default('https://api.replicate.com'),
+  },
+  EPISODES_REPLICATE_TOKEN: {
+    group: 'vendor',
+    meaning: 'the Replicate API token, read only by paid steps (or set EPISODES_REPLICATE_TOKEN_FILE, not both)',
+    schema: z.string().optional(),
+    secret: 'value',
+  },
+  EPISODES_REPLICATE_TOKEN_FILE: {
+    group: 'vendor',
+    meaning: 'a file holding the Replicate API token (surrounding whitespace trimmed)',
+    schema: z.string().optional(),
+  },
+  EPISODES_REPLICATE_USD_PER_SECOND: {
+    group: 'vendor',
+    meaning:
+      "price per second of the hardware the Replicate model runs on (replicate.com/pricing): a step's cost is " +
+      'its `metrics.predict_time` × this',
+    schema: z.coerce.number().positive().max(1).default(0.0014),
+  },
   // ---- review notices and the review desk ----
   EPISODES_REVIEW_WEBHOOK_URL: {
     group: 'review',
