@@ -11,6 +11,7 @@ import { envCredentialsLoader, type CredentialsLoader } from '../vendor-api/cred
 import { vendorEndpointFromEnv, type VendorEndpoint } from '../vendor-api/endpoint';
 import { nativeAdapter } from './native';
 import type { VendorAdapter, VendorLogger, Vendors } from './port';
+import { replicateOpener } from './replicate';
 
 /** Opens one adapter for a model (null: the adapter has one). */
 export type AdapterOpener = (model: string | null, logger?: VendorLogger) => Promise<VendorAdapter>;
@@ -67,6 +68,7 @@ export function vendorsFromEnv(env: NodeJS.ProcessEnv = process.env, warn?: (mes
   };
   const openers: Record<string, AdapterOpener> = {
     native: nativeOpener(envCredentialsLoader(env, warn ? { warn } : {}), vendorEndpointFromEnv(env)),
+    replicate: replicateOpener(env, warn),
   };
   for (const step of PAID_STEPS) {
     const name = VENDOR_PATTERN.exec(byStep[step])?.[1] ?? '';

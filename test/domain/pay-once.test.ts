@@ -10,6 +10,7 @@ import {
 import type { EpisodeState, StepRecord } from '../../src/domain/episode-state';
 import type { VendorProfile } from '../../src/domain/vendor-profile';
 import { NATIVE_PROFILE } from '../../src/vendors/native';
+import { replicateProfile } from '../../src/vendors/replicate';
 
 /** What the paid step does after each lookup answer, per profile: one table each. */
 interface ProfileTable {
@@ -34,6 +35,19 @@ const TABLES: Record<string, ProfileTable> = {
     ],
     failedJobCents: 300,
     videoReserveCents: 4200,
+  },
+  replicate: {
+    profile: replicateProfile({ video: 1000, cover: 300, rework: 1000, assembly: 500 }),
+    lookups: [
+      [{ jobs: 1, billed: false }, 'adopt'],
+      // The list shows every prediction created (docs); there is no journal to doubt it with.
+      [{ jobs: 0, billed: false }, 'send'],
+      [{ jobs: 2, billed: false }, 'park'],
+      // The adapter answers `unsupported` when a listed prediction's correlation is unreadable (data_removed).
+      [{ unsupported: true }, 'park'],
+    ],
+    failedJobCents: 300,
+    videoReserveCents: 1000,
   },
 };
 
