@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { DEFAULT_VENDOR_PORT } from '../settings/table';
 import { envCredentialsLoader } from '../vendor-api/credentials';
+import { startReplicateSimulator } from '../vendor-sim/replicate';
 import { startVendorSimulator } from '../vendor-sim/simulator';
 import { loadSimulatorSettings } from '../process/config';
 import type { CliContext } from './context';
@@ -15,6 +16,7 @@ interface VendorSimOptions {
   jobDurationMs?: string;
   idempotency: boolean;
   quiet?: boolean;
+  flavor: string;
 }
 
 export function registerVendorCommands(program: Command, _ctx: CliContext): void {
@@ -30,7 +32,12 @@ export function registerVendorCommands(program: Command, _ctx: CliContext): void
     .option('--job-duration-ms <ms>', 'time from acceptance to success')
     .option('--no-idempotency', 'ignore Idempotency-Key: every submission creates and charges a new job')
     .option('--quiet', 'do not log requests to stderr')
+    .option('--flavor <flavor>', 'which API to simulate: native or replicate (docs/vendors.md)', 'native')
     .action(async (opts: VendorSimOptions) => {
+      if (opts.flavor === 'replicate') return runReplicateSimulator(opts);
+      if (opts.flavor !== 'native') {
+        throw new PipelineError(ErrorType.InvalidInput, '--flavor must be native or replicate');
+      }
       const port = parseInteger('--port', opts.port, 65_535);
       const latencyMs = opts.latencyMs === undefined ? undefined : parseInteger('--latency-ms', opts.latencyMs);
       const jobDurationMs =
@@ -52,6 +59,31 @@ export function registerVendorCommands(program: Command, _ctx: CliContext): void
       await sim.close();
       console.log('vendor simulator stopped');
     });
+}
+
+/** `--flavor replicate`: Replicate's predictions API (token: EPISODES_REPLICATE_TOKEN[_FILE]); no state file. */
+async function runReplicateSimulator(opts: VendorSimOptions): Promise<void> {
+  if (opts.stateFile !== undefined || !opts.idempotency) {
+    throw new PipelineError(ErrorType.InvalidInput, '--state-file and --no-idempotency are for --flavor native only');
+  }
+  const loader = envCredentialsLoader(
+    opts.apiKeyFile === undefined ? process.env : { EPISODES_REPLICATE_TOKEN_FILE: opts.apiKeyFile },
+    {
+      settings: { key: 'EPISODES_REPLICATE_TOKEN', file: 'EPISODES_REPLICATE_TOKEN_FILE', what: 'Replicate API token' },
+    },
+  );
+  const sim = await startReplicateSimulator({
+    token: await loader.load(),
+    port: parseInteger('--port', opts.port, 65_535),
+    predictionMs: opts.jobDurationMs === undefined ? undefined : parseInteger('--job-duration-ms', opts.jobDurationMs),
+    ...loadSimulatorSettings(),
+    faults: { latencyMs: opts.latencyMs === undefined ? undefined : parseInteger('--latency-ms', opts.latencyMs) },
+    log: opts.quiet ? undefined : (line) => process.stderr.write(`vendor-sim: ${line}\n`),
+  });
+  console.log(`replicate simulator listening on ${sim.url} (export EPISODES_REPLICATE_URL=${sim.url})`);
+  await untilSignal();
+  await sim.close();
+  console.log('replicate simulator stopped');
 }
 
 export function untilSignal(): Promise<void> {
