@@ -105,7 +105,8 @@ export class PaidStepCall {
   /** Asks the vendor which job the step's submission created: one, certainly none, or it cannot say. */
   async lookUp(): Promise<Lookup> {
     const vendor = await this.vendor();
-    const jobs = vendor.profile.lookup === 'none' ? 'unsupported' : await vendor.find(this.at.ref);
+    const jobs =
+      vendor.profile.lookup === 'none' ? 'unsupported' : await vendor.find(this.at.ref, this.record?.intent_at);
     if (jobs === 'unsupported') return this.#verdict(vendor, { unsupported: true }, undefined);
     const job = jobs[0];
     if (jobs.length === 1 && job && (job.episode_id !== this.at.id || job.kind !== this.at.step)) {

@@ -4,6 +4,7 @@ import { PipelineError, ErrorType } from '../domain/errors';
 import { DEFAULT_VENDOR_PORT } from '../settings/table';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { startFalSimulator } from '../vendor-sim/fal';
+import { startReplicateSimulator } from '../vendor-sim/replicate';
 import { startVendorSimulator } from '../vendor-sim/simulator';
 import { loadSimulatorSettings } from '../process/config';
 import type { CliContext } from './context';
@@ -32,11 +33,17 @@ export function registerVendorCommands(program: Command, _ctx: CliContext): void
     .option('--job-duration-ms <ms>', 'time from acceptance to success')
     .option('--no-idempotency', 'ignore Idempotency-Key: every submission creates and charges a new job')
     .option('--quiet', 'do not log requests to stderr')
-    .option('--flavor <flavor>', 'native (docs/vendor-api.md), or fal (docs/vendors.md)', 'native')
+    .option(
+      '--flavor <flavor>',
+      'which API to simulate: native (docs/vendor-api.md), fal or replicate (docs/vendors.md)',
+      'native',
+    )
     .action(async (opts: VendorSimOptions) => {
       if (opts.flavor === 'fal') return runFalSimulator(opts);
-      // 'replicate': its simulator plugs in here, like fal's.
-      if (opts.flavor !== 'native') throw new PipelineError(ErrorType.InvalidInput, '--flavor is native or fal');
+      if (opts.flavor === 'replicate') return runReplicateSimulator(opts);
+      if (opts.flavor !== 'native') {
+        throw new PipelineError(ErrorType.InvalidInput, '--flavor must be native, fal or replicate');
+      }
       const port = parseInteger('--port', opts.port, 65_535);
       const latencyMs = opts.latencyMs === undefined ? undefined : parseInteger('--latency-ms', opts.latencyMs);
       const jobDurationMs =
@@ -62,10 +69,10 @@ export function registerVendorCommands(program: Command, _ctx: CliContext): void
 
 /** fal's simulator; its key is EPISODES_FAL_KEY[_FILE], as the adapter reads it. */
 async function runFalSimulator(opts: VendorSimOptions): Promise<void> {
-  const names = { key: 'EPISODES_FAL_KEY', file: 'EPISODES_FAL_KEY_FILE' } as const;
+  const settings = { key: 'EPISODES_FAL_KEY', file: 'EPISODES_FAL_KEY_FILE', what: 'fal key' } as const;
   const env = opts.apiKeyFile === undefined ? process.env : { EPISODES_FAL_KEY_FILE: opts.apiKeyFile };
   const sim = await startFalSimulator({
-    apiKey: await envCredentialsLoader(env, { names }).load(),
+    apiKey: await envCredentialsLoader(env, { settings }).load(),
     port: parseInteger('--port', opts.port, 65_535),
     jobDurationMs: opts.jobDurationMs === undefined ? undefined : parseInteger('--job-duration-ms', opts.jobDurationMs),
     ...loadSimulatorSettings(),
@@ -78,6 +85,31 @@ async function runFalSimulator(opts: VendorSimOptions): Promise<void> {
   await untilSignal();
   await sim.close();
   console.log('fal simulator stopped');
+}
+
+/** `--flavor replicate`: Replicate's predictions API (token: EPISODES_REPLICATE_TOKEN[_FILE]); no state file. */
+async function runReplicateSimulator(opts: VendorSimOptions): Promise<void> {
+  if (opts.stateFile !== undefined || !opts.idempotency) {
+    throw new PipelineError(ErrorType.InvalidInput, '--state-file and --no-idempotency are for --flavor native only');
+  }
+  const loader = envCredentialsLoader(
+    opts.apiKeyFile === undefined ? process.env : { EPISODES_REPLICATE_TOKEN_FILE: opts.apiKeyFile },
+    {
+      settings: { key: 'EPISODES_REPLICATE_TOKEN', file: 'EPISODES_REPLICATE_TOKEN_FILE', what: 'Replicate API token' },
+    },
+  );
+  const sim = await startReplicateSimulator({
+    token: await loader.load(),
+    port: parseInteger('--port', opts.port, 65_535),
+    predictionMs: opts.jobDurationMs === undefined ? undefined : parseInteger('--job-duration-ms', opts.jobDurationMs),
+    ...loadSimulatorSettings(),
+    faults: { latencyMs: opts.latencyMs === undefined ? undefined : parseInteger('--latency-ms', opts.latencyMs) },
+    log: opts.quiet ? undefined : (line) => process.stderr.write(`vendor-sim: ${line}\n`),
+  });
+  console.log(`replicate simulator listening on ${sim.url} (export EPISODES_REPLICATE_URL=${sim.url})`);
+  await untilSignal();
+  await sim.close();
+  console.log('replicate simulator stopped');
 }
 
 export function untilSignal(): Promise<void> {

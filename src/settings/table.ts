@@ -268,6 +268,30 @@ export const SETTINGS = {
     meaning: 'a file holding the fal API key (surrounding whitespace trimmed)',
     schema: z.string().optional(),
   },
+  EPISODES_REPLICATE_URL: {
+    group: 'vendor',
+    meaning:
+      'base URL of the Replicate API (https; plain http only to localhost: `episodes vendor-sim --flavor replicate`)',
+    schema: z.string().min(1).default('https://api.replicate.com'),
+  },
+  EPISODES_REPLICATE_TOKEN: {
+    group: 'vendor',
+    meaning: 'the Replicate API token, read only by paid steps (or set EPISODES_REPLICATE_TOKEN_FILE, not both)',
+    schema: z.string().optional(),
+    secret: 'value',
+  },
+  EPISODES_REPLICATE_TOKEN_FILE: {
+    group: 'vendor',
+    meaning: 'a file holding the Replicate API token (surrounding whitespace trimmed)',
+    schema: z.string().optional(),
+  },
+  EPISODES_REPLICATE_USD_PER_SECOND: {
+    group: 'vendor',
+    meaning:
+      "price per second of the hardware the Replicate model runs on (replicate.com/pricing): a step's cost is " +
+      'its `metrics.predict_time` × this',
+    schema: z.coerce.number().positive().max(1).default(0.0014),
+  },
   // ---- review notices and the review desk ----
   EPISODES_REVIEW_WEBHOOK_URL: {
     group: 'review',

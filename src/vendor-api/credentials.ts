@@ -5,7 +5,6 @@
 import { promises as fs } from 'node:fs';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { readSetting, resolveSetting } from '../settings/read';
-import type { SettingName } from '../settings/table';
 
 export interface CredentialsLoader {
   load(): Promise<string>;
@@ -17,9 +16,22 @@ const API_KEY_PATTERN = /^[\x21-\x7e]{8,512}$/;
 export interface EnvCredentialsOptions {
   /** Where the group/other-readable key file warning goes (default: stderr). */
   warn?: (message: string) => void;
-  /** The settings holding the key and its file (default the native vendor's; `EPISODES_FAL_KEY[_FILE]` for fal). */
-  names?: { key: SettingName; file: SettingName };
+  /** The pair of settings holding the key, and its name in messages (default: the native vendor's API key). */
+  settings?: KeySettings;
 }
+
+/** A key set directly or by a file, as each vendor's key is (same rules for all). */
+export interface KeySettings {
+  key: 'EPISODES_VENDOR_API_KEY' | 'EPISODES_FAL_KEY' | 'EPISODES_REPLICATE_TOKEN';
+  file: 'EPISODES_VENDOR_API_KEY_FILE' | 'EPISODES_FAL_KEY_FILE' | 'EPISODES_REPLICATE_TOKEN_FILE';
+  what: string;
+}
+
+const NATIVE_KEY: KeySettings = {
+  key: 'EPISODES_VENDOR_API_KEY',
+  file: 'EPISODES_VENDOR_API_KEY_FILE',
+  what: 'vendor API key',
+};
 
 /**
  * `EPISODES_VENDOR_API_KEY` (the key) or `EPISODES_VENDOR_API_KEY_FILE` (a file holding it; surrounding whitespace trimmed). Setting
@@ -31,22 +43,19 @@ export function envCredentialsLoader(
   options: EnvCredentialsOptions = {},
 ): CredentialsLoader {
   const warn = options.warn ?? ((message: string) => process.stderr.write(`warning: ${message}\n`));
-  const { key, file: fileName } = options.names ?? {
-    key: 'EPISODES_VENDOR_API_KEY',
-    file: 'EPISODES_VENDOR_API_KEY_FILE',
-  };
   return {
     async load(): Promise<string> {
+      const { key, file: fileSetting, what } = options.settings ?? NATIVE_KEY;
       const direct = resolveSetting(key, env);
-      const file = readSetting(fileName, env);
+      const file = readSetting(fileSetting, env);
       if (direct.value !== undefined && file !== undefined) {
-        throw missing(`both ${key} and ${fileName} are set; set only one`);
+        throw missing(`both ${key} and ${fileSetting} are set; set only one`);
       }
-      if (typeof file === 'string') return checked(await readKeyFile(file, warn), `key file ${file}`);
-      if (typeof direct.value === 'string' && direct.source.kind === 'environment') {
+      if (file !== undefined) return checked(await readKeyFile(file, warn, what), `key file ${file}`);
+      if (direct.value !== undefined && direct.source.kind === 'environment') {
         return checked(direct.value.trim(), direct.source.variable);
       }
-      throw missing(`no vendor API key: set ${key} or ${fileName}`);
+      throw missing(`no ${what}: set ${key} or ${fileSetting}`);
     },
   };
 }
@@ -56,20 +65,20 @@ export function staticCredentialsLoader(apiKey: string): CredentialsLoader {
   return { load: () => Promise.resolve(checked(apiKey, 'the given key')) };
 }
 
-async function readKeyFile(file: string, warn: (message: string) => void): Promise<string> {
+async function readKeyFile(file: string, warn: (message: string) => void, what: string): Promise<string> {
   let handle;
   try {
     handle = await fs.open(file, 'r');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw missing(`cannot open vendor API key file ${file}: ${code ?? 'error'}`);
+    throw missing(`cannot open ${what} file ${file}: ${code ?? 'error'}`);
   }
   try {
     // stat the opened handle, not the path, so the mode we judge is the mode of the bytes we read.
     const stat = await handle.stat();
-    if (!stat.isFile()) throw missing(`vendor API key file ${file} is not a regular file`);
+    if (!stat.isFile()) throw missing(`${what} file ${file} is not a regular file`);
     if ((stat.mode & 0o077) !== 0) {
-      warn(`vendor API key file ${file} is readable by group or others (mode ${(stat.mode & 0o777).toString(8)})`);
+      warn(`${what} file ${file} is readable by group or others (mode ${(stat.mode & 0o777).toString(8)})`);
     }
     return (await handle.readFile('utf8')).trim();
   } finally {

@@ -10,7 +10,14 @@ import { PipelineError, type ErrorType } from '../domain/errors';
 export type SubmissionOutcome = 'not-accepted' | 'unknown';
 
 export type VendorOperation =
-  'submitJob' | 'getJob' | 'findJobsByClientRef' | 'getPrices' | 'downloadArtifact' | 'getBilling' | 'readCallback';
+  | 'submitJob'
+  | 'getJob'
+  | 'findJobsByClientRef'
+  | 'getPrices'
+  | 'downloadArtifact'
+  | 'getBilling'
+  | 'getWebhookSecret'
+  | 'readCallback';
 
 export type VendorFailureReason =
   | 'connect-failed'
@@ -71,7 +78,7 @@ export function isVendorError(e: unknown): e is VendorError {
   return e instanceof VendorError;
 }
 
-/** The vendor answered 404 to `getJob`: it does not know that job (never had it, or lost it). */
+/** `getJob` answered 404 (the vendor does not know the job: never had it, or lost it) or 410 (removed its data). */
 export function isUnknownJob(e: unknown): boolean {
-  return isVendorError(e) && e.operation === 'getJob' && e.status === 404;
+  return isVendorError(e) && e.operation === 'getJob' && (e.status === 404 || e.status === 410);
 }

@@ -6,7 +6,6 @@
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { firstIssue } from '../domain/zod-issue';
@@ -25,6 +24,7 @@ import {
   type JobStatus,
   type VendorJob,
 } from '../vendor-api/api';
+import { listenLocal } from './listen';
 import { consume, parseFaults, seededRandom, type VendorFaults } from './faults';
 import { JobFaults } from './job-faults';
 import { createMediaRenderer, roundOfClientRef, type MediaRenderer } from './media-render';
@@ -175,15 +175,8 @@ class Simulator {
     for (const record of state.idempotency) this.idempotency.set(record.key, record);
   }
 
-  listen(port: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, '127.0.0.1', () => {
-        this.server.off('error', reject);
-        this.port = (this.server.address() as AddressInfo).port;
-        resolve();
-      });
-    });
+  async listen(port: number): Promise<void> {
+    this.port = await listenLocal(this.server, port);
   }
 
   handle(): VendorSimulator {

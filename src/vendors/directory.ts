@@ -14,6 +14,7 @@ import type { VendorProfile } from '../domain/vendor-profile';
 import { falProfile } from './fal';
 import { falEndpointFromEnv, falOpener } from './fal-opener';
 import type { VendorAdapter, VendorLogger, Vendors } from './port';
+import { replicateOpener, replicateProfile } from './replicate';
 
 /** Opens one adapter for a model (null: the adapter has one). */
 export type AdapterOpener = (model: string | null, logger?: VendorLogger) => Promise<VendorAdapter>;
@@ -77,6 +78,7 @@ export function vendorsFromEnv(env: NodeJS.ProcessEnv = process.env, warn?: (mes
   const openers: Record<string, AdapterOpener> = {
     native: nativeOpener(envCredentialsLoader(env, warn ? { warn } : {}), vendorEndpointFromEnv(env)),
     fal: falOpener(env, warn),
+    replicate: replicateOpener(env, warn),
   };
   for (const step of PAID_STEPS) {
     const name = VENDOR_PATTERN.exec(byStep[step])?.[1] ?? '';
@@ -90,6 +92,7 @@ export function vendorsFromEnv(env: NodeJS.ProcessEnv = process.env, warn?: (mes
   const profiles: Record<string, VendorProfile> = {
     native: NATIVE_PROFILE,
     fal: falProfile(falEndpointFromEnv(env).maxCents),
+    replicate: replicateProfile(falEndpointFromEnv(env).maxCents),
   };
   return vendorDirectory(openers, (step) => byStep[step], profiles);
 }

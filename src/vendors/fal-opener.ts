@@ -56,6 +56,6 @@ export function falAdapterOpener(credentials: CredentialsLoader, endpoint: FalEn
 }
 
 export function falOpener(env: NodeJS.ProcessEnv, warn?: (message: string) => void): AdapterOpener {
-  const names = { key: 'EPISODES_FAL_KEY', file: 'EPISODES_FAL_KEY_FILE' } as const;
-  return falAdapterOpener(envCredentialsLoader(env, { names, ...(warn ? { warn } : {}) }), falEndpointFromEnv(env));
+  const settings = { key: 'EPISODES_FAL_KEY', file: 'EPISODES_FAL_KEY_FILE', what: 'fal key' } as const;
+  return falAdapterOpener(envCredentialsLoader(env, { settings, ...(warn ? { warn } : {}) }), falEndpointFromEnv(env));
 }

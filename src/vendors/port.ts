@@ -73,8 +73,11 @@ export interface VendorAdapter {
   prices(): Promise<Record<PaidStep, PriceRange>>;
   /** Sends once; no retries inside. The answer's `cost` is the quote (fixed) or null (metered). */
   submit(s: Submission): Promise<VendorJob>;
-  /** The jobs the step's submission created, by key or correlation; `unsupported` when the vendor cannot say. */
-  find(ref: string): Promise<VendorJob[] | 'unsupported'>;
+  /**
+   * The jobs the step's submission created, by key or correlation; `unsupported` when the vendor cannot say. `since`:
+   * the step's intent time (nothing was sent before it), for vendors that list by time; absent: any time.
+   */
+  find(ref: string, since?: string): Promise<VendorJob[] | 'unsupported'>;
   /** Throws a `VendorError` with status 404 (`isUnknownJob`) when the vendor does not know the job. */
   get(jobId: string): Promise<VendorJob>;
   download(job: VendorJob): Promise<Buffer>;

@@ -13,8 +13,9 @@ describe('episodes vendors', function () {
     assert.equal(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { assigned: Record<string, string>; adapters: Record<string, unknown> };
     assert.deepEqual(out.assigned, { video: 'native', cover: 'native', rework: 'native', assembly: 'native' });
-    assert.deepEqual(Object.keys(out.adapters), ['native']);
+    assert.deepEqual(Object.keys(out.adapters), ['native', 'fal', 'replicate']);
     assert.match(JSON.stringify(out.adapters.native), /"idempotency":"key"/);
+    assert.match(JSON.stringify(out.adapters.fal), /"idempotency":"none".*"mode":"metered"/);
   });
 
   it('an assignment to an adapter that is not set up fails with the setting’s name and changes nothing', async () => {

@@ -12,6 +12,7 @@ import type { EpisodeState, StepRecord } from '../../src/domain/episode-state';
 import type { VendorProfile } from '../../src/domain/vendor-profile';
 import { falProfile } from '../../src/vendors/fal';
 import { NATIVE_PROFILE } from '../../src/vendors/native';
+import { replicateProfile } from '../../src/vendors/replicate';
 
 /** What the paid step does after each lookup answer, per profile: one table each. */
 interface ProfileTable {
@@ -50,6 +51,19 @@ const TABLES: Record<string, ProfileTable> = {
     // A failure's amount is what the billing events say (a 422 may be billed; the adapter reports 0 for a 5xx).
     failedJobCents: 300,
     videoReserveCents: 6000,
+  },
+  replicate: {
+    profile: replicateProfile({ video: 1000, cover: 300, rework: 1000, assembly: 500 }),
+    lookups: [
+      [{ jobs: 1, billed: false }, 'adopt'],
+      // The list shows every prediction created (docs); there is no journal to doubt it with.
+      [{ jobs: 0, billed: false }, 'send'],
+      [{ jobs: 2, billed: false }, 'park'],
+      // The adapter answers `unsupported` when a listed prediction's correlation is unreadable (data_removed).
+      [{ unsupported: true }, 'park'],
+    ],
+    failedJobCents: 300,
+    videoReserveCents: 1000,
   },
 };
 
