@@ -1,13 +1,13 @@
 /**
  * How each planned fault is injected, how the campaign knows it hit something in flight, and how it is healed. Every
- * step is a line in history.jsonl (injected, hit, healed, missed); the checker counts them per kind.
+ * step is a line in history.jsonl (injected, hit, healed, missed, failed); the checker counts them per kind.
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { RequestLog } from '../src/vendor-sim/simulator';
 import type { VendorFaults } from '../src/vendor-sim/faults';
 import { sleep } from '../test/helpers/wait';
-import type { History } from './history';
+import type { FaultLine, History } from './history';
 import type { PlannedFault } from './plan';
 import { JOB_DURATION_MS, LOCK_STALE_MS, type Stack } from './stack';
 import { PostgresStoreHost, type FileStoreHost } from './store-host';
@@ -68,11 +68,14 @@ export class FaultRunner {
 
   constructor(private readonly env: FaultEnv) {}
 
-  /** Starts `fault` now; it runs on by itself until healed. */
+  /**
+   * Starts `fault` now; it runs on by itself until healed. A fault whose injection (or healing) throws is `failed`
+   * with its error: the checker fails the campaign for it, since a fault that did not happen proves nothing.
+   */
   fire(fault: PlannedFault): void {
     const run = this.run(fault).catch((e: unknown) => {
-      this.env.log(`${fault.id}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-      this.line(fault, 'missed', { error: String(e) });
+      this.env.log(`${fault.id} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      this.line(fault, 'failed', { error: (e instanceof Error ? e.message : String(e)).slice(0, 500) });
     });
     this.pending.add(run);
     void run.finally(() => this.pending.delete(run));
@@ -85,7 +88,7 @@ export class FaultRunner {
     await Promise.all(Object.values(this.armedQueues).map((q) => q.run(() => this.env.stack.pool.retireArmed())));
   }
 
-  private line(f: PlannedFault, step: 'injected' | 'hit' | 'healed' | 'missed', detail: Record<string, unknown>) {
+  private line(f: PlannedFault, step: FaultLine['step'], detail: Record<string, unknown>) {
     this.env.history.fault({
       id: f.id,
       kind: f.kind,

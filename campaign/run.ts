@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { gitFacts } from '../bench/machine';
 import { check, type CheckResult } from './check/checker';
-import { campaignTable, violationDetails, violations, type ReportHeader } from './check/report';
+import { campaignTable, exitCode, violationDetails, violations, type ReportHeader } from './check/report';
 import { writeCampaignDocs } from './docs';
 import { Driver } from './driver';
 import { parseOptions, USAGE } from './options';
@@ -52,14 +52,7 @@ async function main(): Promise<number> {
   log(`seed ${plan.seed}, ${plan.store} store, ${weeks} weeks x ${perWeek}, ${plan.faults.length} faults, out ${out}`);
   const started = Date.now();
   const loadStart = os.loadavg();
-  const driver = new Driver({
-    plan,
-    out,
-    unsafe: o.unsafe,
-    stuckMs: 180_000,
-    settleMs: 25 * 60_000,
-    log,
-  });
+  const driver = new Driver({ plan, out, unsafe: o.unsafe, stuckMs: 180_000, settleMs: 25 * 60_000, log });
   // Ctrl-C or a CI timeout: stop the stack (servers, workers, PostgreSQL) before going.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
@@ -77,15 +70,8 @@ async function main(): Promise<number> {
       cliEnv: run.cliEnv,
       temporalAddress: run.temporalAddress,
       planned: [
-        ...plan.slots.map((s) => ({
-          key: s.key,
-          week: s.week,
-          reworks: reworksOf(s.decisions),
-        })),
-        ...run.triggerKeys.map((key, i) => ({
-          key,
-          reworks: reworksOf(plan.triggers[i]?.decisions ?? []),
-        })),
+        ...plan.slots.map((s) => ({ key: s.key, week: s.week, reworks: reworksOf(s.decisions) })),
+        ...run.triggerKeys.map((key, i) => ({ key, reworks: reworksOf(plan.triggers[i]?.decisions ?? []) })),
       ],
       stuck: run.stuck,
       requireEveryKind: weeks >= 52,
@@ -109,13 +95,7 @@ async function main(): Promise<number> {
   await fs.writeFile(
     path.join(out, 'report.json'),
     JSON.stringify(
-      {
-        ...header,
-        titles: undefined,
-        git: gitFacts(REPO_ROOT),
-        unsafe: o.unsafe ?? null,
-        ...result,
-      },
+      { ...header, titles: undefined, git: gitFacts(REPO_ROOT), unsafe: o.unsafe ?? null, ...result },
       null,
       2,
     ) + '\n',
@@ -123,15 +103,11 @@ async function main(): Promise<number> {
   process.stdout.write(`\n${table}\n\n`);
   if (bad > 0) process.stdout.write(`VIOLATIONS (${bad}):\n${violationDetails(result)}\n\nkept in ${out}\n`);
   if (o.docs) {
-    const written = await writeCampaignDocs({
-      ...header,
-      unsafe: o.unsafe ?? null,
-      ...result,
-    });
+    const written = await writeCampaignDocs({ ...header, unsafe: o.unsafe ?? null, ...result });
     written.forEach((w) => log(`wrote ${w}`));
   }
   if (bad === 0 && !o.out) await fs.rm(out, { recursive: true, force: true });
-  return bad > 0 ? 1 : 0;
+  return exitCode(result);
 }
 
 function reworksOf(decisions: readonly { kind: string }[]): number {
