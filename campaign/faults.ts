@@ -2,15 +2,13 @@
  * How each planned fault is injected, how the campaign knows it hit something in flight, and how it is healed. Every
  * step is a line in history.jsonl (injected, hit, healed, missed, failed); the checker counts them per kind.
  */
-import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
 import type { RequestLog } from '../src/vendor-sim/simulator';
 import type { VendorFaults } from '../src/vendor-sim/faults';
 import { sleep } from '../test/helpers/wait';
 import type { FaultLine, History } from './history';
 import type { PlannedFault } from './plan';
 import { JOB_DURATION_MS, LOCK_STALE_MS, type Stack } from './stack';
-import { PostgresStoreHost, type FileStoreHost } from './store-host';
+import { PostgresStoreHost } from './store-host';
 import { isStopped, type ArmedSlot } from './workers';
 import type { WorkerProcess } from '../test/helpers/reliability';
 
@@ -396,19 +394,16 @@ export class FaultRunner {
 
   private async restore(f: PlannedFault): Promise<void> {
     const store = this.env.stack.store;
-    const dir = path.join(this.env.out, 'backups', f.id);
-    await fs.mkdir(path.dirname(dir), { recursive: true });
-    const lsn = store instanceof PostgresStoreHost ? await store.backup(dir) : await backupFile(store, dir);
+    const backup = await store.backup(f.id);
     const backedUp = this.env.accepted();
-    this.line(f, 'injected', { backupAt: backedUp, until: f.until, ...(lsn ? { lsn } : {}) });
+    this.line(f, 'injected', { backupAt: backedUp, until: f.until, ...backup });
     await this.env.untilAccepted(f.until!);
     await this.processes.run(async () => {
       const parked = this.env.awaiting().length;
       const inFlight = this.env.inFlight().length;
       await this.env.stack.pool.killAll(false);
       try {
-        if (store instanceof PostgresStoreHost) await store.restore(dir, lsn!);
-        else await (store as FileStoreHost).restore(dir);
+        await store.restore(backup);
       } finally {
         await this.env.stack.pool.startAll();
       }
@@ -419,11 +414,6 @@ export class FaultRunner {
       this.line(f, 'healed', { note: 'workers started on the restored store' });
     });
   }
-}
-
-async function backupFile(store: unknown, dir: string): Promise<undefined> {
-  await (store as FileStoreHost).backup(dir);
-  return undefined;
 }
 
 function countLeft(f: VendorFaults, key: keyof VendorFaults): number {
