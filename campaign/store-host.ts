@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { PostgresFaultServer } from '../test/helpers/postgres';
 import { targetEnv, type StoreTarget } from '../test/helpers/reliability';
+import { FileLockReader, PostgresLockReader, type LockReader } from './locks';
 import type { StoreKind } from './plan';
 
 export interface StoreHost {
@@ -19,6 +20,8 @@ export interface StoreHost {
   backup(name: string): Promise<Backup>;
   /** The store as the backup left it; the caller has stopped the workers. */
   restore(backup: Backup): Promise<void>;
+  /** Who holds the store's locks now (campaign/locks.ts). */
+  locks(): LockReader;
   /** Where workers and the CLI find the store now (PostgreSQL: the current primary). */
   target(): StoreTarget;
   env(): NodeJS.ProcessEnv;
@@ -45,6 +48,10 @@ export class FileStoreHost implements StoreHost {
 
   target(): StoreTarget {
     return { kind: 'file', dataDir: this.dataDir };
+  }
+
+  locks(): LockReader {
+    return new FileLockReader(() => this.dataDir);
   }
 
   env(): NodeJS.ProcessEnv {
@@ -107,6 +114,10 @@ export class PostgresStoreHost implements StoreHost {
 
   target(): StoreTarget {
     return { kind: 'postgres', url: this.primary.url, mediaDir: this.mediaDir };
+  }
+
+  locks(): LockReader {
+    return new PostgresLockReader(() => this.primary.url);
   }
 
   env(): NodeJS.ProcessEnv {
