@@ -200,11 +200,12 @@ export class Driver {
     );
   }
 
-  /** Wave-triggered faults (an armed worker for the allocations) are fired and given time to poll first. */
+  /** Wave-triggered faults are fired first; an armed worker for the allocations is given time to poll. */
   private async beforeWave(w: number): Promise<void> {
     const faults = this.o.plan.faults.filter((f) => 'wave' in f.trigger && f.trigger.wave === w);
     for (const f of faults) this.fire(f);
-    if (faults.length === 0) return;
+    // Only worker-kill arms a worker at a wave; worker-freeze watches the pipeline lock of the base workers.
+    if (!faults.some((f) => f.kind === 'worker-kill')) return;
     for (let i = 0; i < 600 && !this.stack.pool.armedReady('alloc'); i++) await sleep(100);
   }
 

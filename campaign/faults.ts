@@ -1,16 +1,22 @@
 /**
  * How each planned fault is injected, how the campaign knows it hit something in flight, and how it is healed. Every
- * step is a line in history.jsonl (injected, hit, healed, missed); the checker counts them per kind.
+ * step is a line in history.jsonl (injected, hit, healed, missed, failed); the checker counts them per kind.
+ *
+ * A hit is a fact the campaign checked, never a timer's guess: the armed worker died by SIGKILL at its failpoint; the
+ * vendor answered a request the fault changed; a worker was stopped while the store showed it holding a lock
+ * (worker-freeze); a completion was reported again to a paid step that still waited for it (vendor-repeat); and so
+ * on, per kind below. A fault whose injection throws is `failed`, and fails the campaign.
  */
-import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
 import type { RequestLog } from '../src/vendor-sim/simulator';
 import type { VendorFaults } from '../src/vendor-sim/faults';
+import { paidStepSchema } from '../src/domain/episode-state';
+import { paidStepWorkflowId } from '../src/domain/names';
 import { sleep } from '../test/helpers/wait';
-import type { History } from './history';
+import type { FaultLine, History } from './history';
+import type { HeldLock } from './locks';
 import type { PlannedFault } from './plan';
 import { JOB_DURATION_MS, LOCK_STALE_MS, type Stack } from './stack';
-import { PostgresStoreHost, type FileStoreHost } from './store-host';
+import { PostgresStoreHost } from './store-host';
 import { isStopped, type ArmedSlot } from './workers';
 import type { WorkerProcess } from '../test/helpers/reliability';
 
@@ -58,6 +64,9 @@ export class FaultRunner {
     main: new Mutex(),
     vendor: new Mutex(),
   };
+  /** One worker frozen at a time, one completion repeated at a time. */
+  private readonly freezes = new Mutex();
+  private readonly repeats = new Mutex();
   private readonly lost: PlannedFault[] = [];
   private keysWindowOpen = false;
   private endCampaign!: () => void;
@@ -68,11 +77,14 @@ export class FaultRunner {
 
   constructor(private readonly env: FaultEnv) {}
 
-  /** Starts `fault` now; it runs on by itself until healed. */
+  /**
+   * Starts `fault` now; it runs on by itself until healed. A fault whose injection (or healing) throws is `failed`
+   * with its error: the checker fails the campaign for it, since a fault that did not happen proves nothing.
+   */
   fire(fault: PlannedFault): void {
     const run = this.run(fault).catch((e: unknown) => {
-      this.env.log(`${fault.id}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-      this.line(fault, 'missed', { error: String(e) });
+      this.env.log(`${fault.id} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      this.line(fault, 'failed', { error: (e instanceof Error ? e.message : String(e)).slice(0, 500) });
     });
     this.pending.add(run);
     void run.finally(() => this.pending.delete(run));
@@ -85,7 +97,7 @@ export class FaultRunner {
     await Promise.all(Object.values(this.armedQueues).map((q) => q.run(() => this.env.stack.pool.retireArmed())));
   }
 
-  private line(f: PlannedFault, step: 'injected' | 'hit' | 'healed' | 'missed', detail: Record<string, unknown>) {
+  private line(f: PlannedFault, step: FaultLine['step'], detail: Record<string, unknown>) {
     this.env.history.fault({
       id: f.id,
       kind: f.kind,
@@ -99,9 +111,9 @@ export class FaultRunner {
     const { stack } = this.env;
     switch (f.kind) {
       case 'worker-kill':
-        return void (await this.armed(f, f.failpoint!, 'kill'));
+        return void (await this.armed(f, f.failpoint!));
       case 'worker-freeze':
-        return void (await this.armed(f, f.failpoint!, 'freeze'));
+        return this.freeze(f);
       case 'vendor-drop':
         return this.drop(f);
       case 'workers-kill-all':
@@ -145,15 +157,10 @@ export class FaultRunner {
   // ---- the armed worker: kill or freeze at a failpoint ----
 
   /**
-   * One armed worker at a time: started with `failpoint`, it either hits it (killed, or frozen then resumed) or is
-   * retired as missed after ARMED_PATIENCE more accepted submissions. Resolves with whether it hit.
+   * One armed worker per slot at a time: started with `failpoint` (`point=kill@n`), it either dies there by SIGKILL
+   * (the hit) or is retired as missed after ARMED_PATIENCE more accepted submissions. Resolves with whether it hit.
    */
-  private armed(
-    f: PlannedFault,
-    failpoint: string,
-    mode: 'kill' | 'freeze',
-    { quiet = false, onArmed }: { quiet?: boolean; onArmed?: () => void } = {},
-  ): Promise<boolean> {
+  private armed(f: PlannedFault, failpoint: string, { onArmed }: { onArmed?: () => void } = {}): Promise<boolean> {
     const slot: ArmedSlot = 'wave' in f.trigger ? 'alloc' : f.kind.startsWith('vendor-') ? 'vendor' : 'main';
     return this.armedQueues[slot].run(async () => {
       const { pool } = this.env.stack;
@@ -161,10 +168,9 @@ export class FaultRunner {
       const done = new Promise<'hit' | 'exit'>((resolve) => (ended = resolve));
       this.line(f, 'injected', { failpoint });
       const w = await this.processes.run(() =>
-        pool.arm(slot, failpoint, (how) => ended(mode === 'kill' && how.signal === 'SIGKILL' ? 'hit' : 'exit')),
+        pool.arm(slot, failpoint, (how) => ended(how.signal === 'SIGKILL' ? 'hit' : 'exit')),
       );
       onArmed?.();
-      if (mode === 'freeze') void this.watchFreeze(w).then((stopped) => stopped && ended('hit'));
       const patience = this.env.untilAccepted(this.env.accepted() + ARMED_PATIENCE).then(() => 'timeout' as const);
       const outcome = await Promise.race([done, patience, this.finishing.then(() => 'timeout' as const)]);
       if (outcome !== 'hit') {
@@ -172,30 +178,65 @@ export class FaultRunner {
         await this.processes.run(() => pool.retireArmed(slot));
         return false;
       }
-      if (quiet) return true;
       this.line(f, 'hit', { failpoint, worker: w.name });
-      if (mode === 'freeze') await this.thaw(f, w);
-      else this.line(f, 'healed', { note: 'the base workers carry on; Temporal retries elsewhere' });
+      this.line(f, 'healed', { note: 'the base workers carry on; Temporal retries elsewhere' });
       return true;
     });
   }
 
-  /** Resolves true once the worker is stopped (SIGSTOP at its failpoint), false if it exits first. */
-  private async watchFreeze(w: WorkerProcess): Promise<boolean> {
-    while (w.alive()) {
-      if (isStopped(w)) return true;
-      await sleep(100);
-    }
-    return false;
+  /** Resolves once ARMED_PATIENCE more submissions are accepted, or the campaign ends: a fault waiting gives up. */
+  private patience(): Promise<void> {
+    return Promise.race([this.env.untilAccepted(this.env.accepted() + ARMED_PATIENCE), this.finishing]);
   }
 
-  /** Frozen past its lease (others take the lock over meanwhile), then resumed: its stale writes must be refused. */
-  private async thaw(f: PlannedFault, w: WorkerProcess): Promise<void> {
-    const frozenMs = LOCK_STALE_MS * 2 + 1_000;
-    await sleep(frozenMs);
-    w.child.kill('SIGCONT');
-    this.env.restarted();
-    this.line(f, 'healed', { resumed: true, frozenMs });
+  // ---- a worker frozen holding a lock ----
+
+  /**
+   * worker-freeze: the store's locks are watched (campaign/locks.ts) until a base worker holds one (the pipeline lock
+   * for a fault planned at a wave's allocations; any lock otherwise); that worker is stopped (SIGSTOP), and it is a
+   * hit only if, once stopped, the lock is still its own. Frozen past the lock's stale time (others take the lock
+   * over meanwhile), then resumed: its stale writes must be refused. Missed if no worker is seen holding a lock
+   * within ARMED_PATIENCE submissions.
+   */
+  private freeze(f: PlannedFault): Promise<void> {
+    const wanted = 'wave' in f.trigger ? 'pipeline' : undefined;
+    return this.freezes.run(async () => {
+      const { pool } = this.env.stack;
+      const reader = this.env.stack.store.locks();
+      this.line(f, 'injected', { watching: wanted ?? 'any lock' });
+      let over = false;
+      void this.patience().then(() => (over = true));
+      let tries = 0;
+      try {
+        while (!over) {
+          const seen = (await reader.held()).filter((h) => wanted === undefined || h.lock === wanted);
+          const holder = seen.map((h) => ({ h, w: pool.baseByPid(h.pid) })).find((x) => x.w !== undefined);
+          if (!holder?.w) {
+            await sleep(10);
+            continue;
+          }
+          const { h, w } = holder;
+          tries += 1;
+          w.child.kill('SIGSTOP');
+          for (let i = 0; i < 200 && w.alive() && !isStopped(w); i++) await sleep(5);
+          const still = isStopped(w) && (await reader.held()).some((x) => x.lock === h.lock && x.pid === h.pid);
+          if (!still) {
+            w.child.kill('SIGCONT'); // it let the lock go before it stopped: not a hit, look again
+            continue;
+          }
+          this.line(f, 'hit', { lock: h.lock, pid: h.pid, worker: w.name, tries, note: 'stopped holding the lock' });
+          const frozenMs = LOCK_STALE_MS * 2 + 1_000;
+          await sleep(frozenMs);
+          const after = (await reader.held()).filter((x) => x.lock === h.lock);
+          w.child.kill('SIGCONT');
+          this.env.restarted();
+          return this.line(f, 'healed', { resumed: true, frozenMs, lockAfter: describeHolders(after, h.pid) });
+        }
+        this.line(f, 'missed', { tries, note: 'no base worker was seen holding a lock' });
+      } finally {
+        await reader.close();
+      }
+    });
   }
 
   // ---- the vendor ----
@@ -255,7 +296,7 @@ export class FaultRunner {
       const ignore = () => ignoreKeys && this.updateVendor((c) => ({ ...c, noIdempotency: true }));
       let hit: boolean;
       // Keys are ignored from the moment the fault can fire: the armed worker polls, or the drop is set.
-      if (f.failpoint) hit = await this.armed(f, f.failpoint, 'kill', { onArmed: ignore });
+      if (f.failpoint) hit = await this.armed(f, f.failpoint, { onArmed: ignore });
       else {
         ignore();
         const dropped = this.waitForVendor((e) => e.dropped);
@@ -309,22 +350,128 @@ export class FaultRunner {
   }
 
   /**
-   * Completions are reported again after their first download while an armed worker dies right after a download: its
-   * retry polls the same job and gets the completion a second time.
+   * vendor-repeat: a paid step's await activity is seen polling its job before the job finished (the vendor's
+   * answer); Temporal names the worker running that attempt. The vendor will report that job's completion twice
+   * (`repeatCompletion` for it alone: after its first download, `running`, then `succeeded` again), and the worker
+   * is killed the moment its download is answered, before it can save anything. The step still waits: its retry
+   * polls the same job and is told of the completion a second time, then downloads and charges again, which the
+   * pipeline must take as the same completion. A hit once the repeated completion was answered to that step while
+   * its await activity was still open (its history shows it completing after that answer).
    */
-  private async vendorRepeat(f: PlannedFault): Promise<void> {
-    const repeated = this.waitForVendor((e) => e.note === 'repeat-completion');
-    this.updateVendor((c) => ({ ...c, repeatCompletion: { count: 1_000 } }));
-    const killed = await this.armed(f, 'submission.artifact-downloaded=kill@1', 'kill', { quiet: true });
-    const e = killed
-      ? await Promise.race([repeated.promise, this.env.untilAccepted(this.env.accepted() + ARMED_PATIENCE)])
-      : undefined;
-    repeated.cancel();
-    this.updateVendor((c) => withoutKeys(c, ['repeatCompletion']));
-    if (e) {
-      this.line(f, 'hit', { job: e.jobId, note: 'a completion already downloaded was reported again' });
-      this.line(f, 'healed', {});
-    } else if (killed) this.line(f, 'missed', { note: 'no poll saw the repeated completion' });
+  private vendorRepeat(f: PlannedFault): Promise<void> {
+    return this.repeats.run(async () => {
+      this.line(f, 'injected', {});
+      let over = false;
+      const giveUp = this.patience().then(() => (over = true));
+      const tried = new Set<string>();
+      while (!over) {
+        const polled = this.waitForVendor(
+          (e) => e.method === 'GET' && e.status === 200 && !!e.jobId && !tried.has(e.jobId) && isWaiting(e.jobStatus),
+        );
+        const e = await Promise.race([polled.promise, giveUp.then(() => undefined)]);
+        polled.cancel();
+        if (!e?.jobId) break;
+        const jobId = e.jobId;
+        tried.add(jobId);
+        // Downloaded while its poller was being looked up: too late to repeat this one.
+        let early = false;
+        const offEarly = this.env.onVendor((x) => (early ||= x.jobId === jobId && isDownload(x)));
+        const target = await this.pollerOf(jobId);
+        offEarly();
+        if (!target || early) continue;
+        const outcome = await this.repeatFor(target);
+        if (outcome === 'retry') continue;
+        if (outcome.hit) {
+          this.line(f, 'hit', { ...outcome.detail, note: 'completion reported again while the step still waited' });
+          this.line(f, 'healed', {});
+        } else this.line(f, 'missed', outcome.detail);
+        return;
+      }
+      this.line(f, 'missed', { tried: tried.size, note: 'no await activity seen polling an unfinished job' });
+    });
+  }
+
+  /** The base worker running the await activity of `jobId`'s step now, from the vendor's job and Temporal. */
+  private async pollerOf(jobId: string): Promise<RepeatTarget | undefined> {
+    const { vendor, client, pool } = this.env.stack;
+    const charge = vendor.billing().find((c) => c.job_id === jobId);
+    const step = paidStepSchema.safeParse(charge?.kind);
+    const round = /:r(\d+)$/.exec(charge?.client_ref ?? '')?.[1];
+    if (!charge || !step.success || round === undefined) return undefined;
+    const workflowId = paidStepWorkflowId(charge.episode_id, step.data, Number(round));
+    try {
+      const d = await client.workflow.getHandle(workflowId).describe();
+      const attempt = d.raw.pendingActivities?.find((a) => a.activityType?.name === 'awaitPaidStep');
+      const pid = Number(/^(\d+)@/.exec(attempt?.lastWorkerIdentity ?? '')?.[1]);
+      const worker = pool.baseByPid(pid);
+      return worker ? { jobId, workflowId, worker, attempt: attempt?.attempt ?? 0 } : undefined;
+    } catch {
+      return undefined; // not found yet, or the server restarts: another job
+    }
+  }
+
+  /**
+   * Repeats `t.jobId`'s completion and kills its poller at its download; then waits for the repeated completion and
+   * for the await activity to close. `retry` when the job was downloaded by no one in time (another job, then).
+   */
+  private async repeatFor(t: RepeatTarget): Promise<'retry' | { hit: boolean; detail: Record<string, unknown> }> {
+    const { pool } = this.env.stack;
+    const downloaded = this.waitForVendor((e) => e.jobId === t.jobId && isDownload(e));
+    const repeated = this.waitForVendor((e) => e.jobId === t.jobId && e.note === 'repeat-completion');
+    let killed = false;
+    const off = this.env.onVendor((e) => {
+      // At once, in the vendor's answer to the download: the worker has not read a byte of it yet.
+      if (e.jobId !== t.jobId || !isDownload(e) || killed) return;
+      killed = true;
+      void pool.killBase(t.worker);
+    });
+    this.updateVendor((c) => ({ ...c, repeatCompletion: { count: 1, jobs: [t.jobId] } }));
+    try {
+      const first = await Promise.race([downloaded.promise, sleep(20_000).then(() => undefined)]);
+      if (!first || !killed) return 'retry';
+      const detail = { job: t.jobId, workflowId: t.workflowId, killed: t.worker.name };
+      // The retry comes after the await activity's heartbeat timeout (30 s).
+      const again = await Promise.race([repeated.promise, sleep(180_000).then(() => undefined)]);
+      if (!again) return { hit: false, detail: { ...detail, note: 'no poll saw the repeated completion' } };
+      // Asked before it was answered; the activity can only have closed after the answer.
+      const askedAt = Date.parse(again.at);
+      const closedAt = await this.awaitClosedAt(t.workflowId);
+      const hit = closedAt !== undefined && closedAt > askedAt;
+      const closed = closedAt === undefined ? null : new Date(closedAt).toISOString();
+      return { hit, detail: { ...detail, attempt: t.attempt, repeatAskedAt: again.at, awaitClosedAt: closed } };
+    } finally {
+      off();
+      downloaded.cancel();
+      repeated.cancel();
+      this.updateVendor((c) => withoutKeys(c, ['repeatCompletion']));
+    }
+  }
+
+  /** When the paid step's last awaitPaidStep activity completed (ms), from its history; undefined if not in 3 min. */
+  private async awaitClosedAt(workflowId: string): Promise<number | undefined> {
+    const handle = this.env.stack.client.workflow.getHandle(workflowId);
+    for (let i = 0; i < 360; i++) {
+      try {
+        const d = await handle.describe();
+        if (!d.raw.pendingActivities?.some((a) => a.activityType?.name === 'awaitPaidStep')) {
+          const events = (await handle.fetchHistory()).events ?? [];
+          const scheduled = new Set(
+            events
+              .filter((ev) => ev.activityTaskScheduledEventAttributes?.activityType?.name === 'awaitPaidStep')
+              .map((ev) => String(ev.eventId)),
+          );
+          const completed = events.filter((ev) =>
+            scheduled.has(String(ev.activityTaskCompletedEventAttributes?.scheduledEventId ?? '')),
+          );
+          const at = completed.at(-1)?.eventTime;
+          return at ? Number(at.seconds ?? 0) * 1_000 + Math.floor((at.nanos ?? 0) / 1e6) : undefined;
+        }
+      } catch {
+        // the server restarts: look again
+      }
+      await sleep(500);
+    }
+    return undefined;
   }
 
   // ---- the webhook receiver ----
@@ -393,19 +540,16 @@ export class FaultRunner {
 
   private async restore(f: PlannedFault): Promise<void> {
     const store = this.env.stack.store;
-    const dir = path.join(this.env.out, 'backups', f.id);
-    await fs.mkdir(path.dirname(dir), { recursive: true });
-    const lsn = store instanceof PostgresStoreHost ? await store.backup(dir) : await backupFile(store, dir);
+    const backup = await store.backup(f.id);
     const backedUp = this.env.accepted();
-    this.line(f, 'injected', { backupAt: backedUp, until: f.until, ...(lsn ? { lsn } : {}) });
+    this.line(f, 'injected', { backupAt: backedUp, until: f.until, ...backup });
     await this.env.untilAccepted(f.until!);
     await this.processes.run(async () => {
       const parked = this.env.awaiting().length;
       const inFlight = this.env.inFlight().length;
       await this.env.stack.pool.killAll(false);
       try {
-        if (store instanceof PostgresStoreHost) await store.restore(dir, lsn!);
-        else await (store as FileStoreHost).restore(dir);
+        await store.restore(backup);
       } finally {
         await this.env.stack.pool.startAll();
       }
@@ -418,9 +562,28 @@ export class FaultRunner {
   }
 }
 
-async function backupFile(store: unknown, dir: string): Promise<undefined> {
-  await (store as FileStoreHost).backup(dir);
-  return undefined;
+interface RepeatTarget {
+  jobId: string;
+  /** The paid step's workflow. */
+  workflowId: string;
+  /** The worker running its await activity. */
+  worker: WorkerProcess;
+  attempt: number;
+}
+
+function isDownload(e: RequestLog): boolean {
+  return e.method === 'GET' && e.path.startsWith('/v1/artifacts/');
+}
+
+/** A job's status as a poll saw it: not finished yet, so the step polling it still waits. */
+function isWaiting(status: RequestLog['jobStatus']): boolean {
+  return status === 'queued' || status === 'running';
+}
+
+/** Who holds `lock` now, after the frozen holder `pid`'s lease ran out. */
+function describeHolders(after: readonly HeldLock[], pid: number): string {
+  if (after.length === 0) return 'free';
+  return after.map((x) => (x.pid === pid ? 'still the frozen worker' : `taken over by pid ${x.pid}`)).join(', ');
 }
 
 function countLeft(f: VendorFaults, key: keyof VendorFaults): number {

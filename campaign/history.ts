@@ -1,6 +1,6 @@
 /**
  * history.jsonl: one line per operation the driver invoked, with its outcome (ok, fail, or unknown: it may or may not
- * have happened), and one line per step of a fault (injected, hit, healed, recovered). Written as it happens, so a
+ * have happened), and one line per step of a fault (injected, hit, healed, missed, or failed: its injection threw). Written as it happens, so a
  * campaign that dies leaves what it did.
  */
 import { appendFileSync } from 'node:fs';
@@ -21,7 +21,7 @@ export interface FaultLine {
   type: 'fault';
   id: string;
   kind: string;
-  step: 'injected' | 'hit' | 'healed' | 'missed';
+  step: 'injected' | 'hit' | 'healed' | 'missed' | 'failed';
   detail: Record<string, unknown>;
   /** Episodes not yet completed when the fault was injected: recovered means all of them complete. */
   inFlight?: string[];

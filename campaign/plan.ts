@@ -81,8 +81,6 @@ const PRODUCTION_POINTS = {
   file: FILE_PRODUCTION_POINTS,
   postgres: FILE_PRODUCTION_POINTS.filter((p) => !NOT_IN_POSTGRES.includes(p)),
 };
-/** Where a worker freezes holding a lock: the pipeline lock, and (file store) an episode's lock. */
-const FREEZE_POINTS = { file: ['allocation.lock-taken', 'episode.lock-taken'], postgres: ['allocation.lock-taken'] };
 
 /** When a fault fires: the n-th submission the vendor accepted (1-based), or just before a wave's backfill. */
 const triggerSchema = z.union([
@@ -95,7 +93,7 @@ const faultSchema = z.strictObject({
   id: z.string(),
   kind: z.enum(FAULT_KINDS),
   trigger: triggerSchema,
-  /** worker-kill, worker-freeze, vendor-drop by a worker's death: `point=kill@n` for the armed worker. */
+  /** worker-kill, vendor-drop by a worker's death: `point=kill@n` for the armed worker. */
   failpoint: z.string().optional(),
   /** vendor-drop: the vendor ignores idempotency keys until the dropped step is retried. */
   keysIgnored: z.boolean().optional(),
@@ -278,13 +276,9 @@ function oneFault(kind: FaultKind, i: number, o: PlanOptions, c: FaultContext): 
       }
       return { ...base, trigger: at(), failpoint: `${c.pick(PRODUCTION_POINTS[o.store])}=kill@${1 + (i % 3)}` };
     }
-    case 'worker-freeze': {
-      const point = FREEZE_POINTS[o.store][i % FREEZE_POINTS[o.store].length]!;
-      if (point === 'allocation.lock-taken' && i % 2 === 0) {
-        return { ...base, trigger: { wave: c.nextWave() }, failpoint: `${point}=stop@1` };
-      }
-      return { ...base, trigger: at(), failpoint: `${point}=stop@${1 + (i % 2)}` };
-    }
+    case 'worker-freeze':
+      // A third at a wave's allocations (the holder of the pipeline lock), the rest at any lock a worker holds.
+      return i % 3 === 1 ? { ...base, trigger: { wave: c.nextWave() } } : { ...base, trigger: at() };
     case 'vendor-drop':
       // In turn: the worker dies before it saved the reply, or the vendor drops the connection; the first two with
       // the vendor ignoring keys meanwhile (so that the retry cannot lean on the vendor's memory).

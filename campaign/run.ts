@@ -1,80 +1,36 @@
 /**
- * `npm run campaign`: a seeded, simulated year of weekly runs under faults, then an independent checker.
- *
- *   --weeks N (52) --per-week N (2) --faults N (100) --seed S (random) --store file|postgres (file) --workers N (3)
- *   --out DIR        keep the plan, history, report, vendor journal and store there (default: a temp dir, removed
- *                    when the campaign passes)
- *   --replay FILE    run that plan.json again (its seed, store and faults)
- *   --docs           write the table into docs/reliability.md between its markers (`<!-- campaign:<store> -->`)
- *   --without K,...  leave these fault kinds out of the plan (e.g. store-restore,pg-failover)
- *   --unsafe V       test-only: workers on a store from test/helpers/unsafe-stores.ts (no-lock, no-intent, no-reassert), to show
- *                    that the checker finds what each protection prevents
- *
- * Exit 0 when every invariant holds, 1 on any violation.
+ * `npm run campaign`: a seeded, simulated year of weekly runs under faults, then an independent checker. Options and
+ * exit codes: `npm run campaign -- --help` (campaign/options.ts).
  */
 import { mkdtempSync, promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { z } from 'zod';
 import { gitFacts } from '../bench/machine';
 import { check, type CheckResult } from './check/checker';
-import { campaignTable, violationDetails, violations, type ReportHeader } from './check/report';
-import { CAMPAIGN_UNSAFE, writeCampaignDocs } from './docs';
+import { campaignTable, exitCode, violationDetails, violations, type ReportHeader } from './check/report';
+import { writeCampaignDocs } from './docs';
 import { Driver } from './driver';
-import { FAULT_KINDS, FAULT_TITLES, generatePlan, planSchema, STORE_KINDS, type Plan } from './plan';
+import { parseOptions, USAGE } from './options';
+import { FAULT_TITLES, generatePlan, planSchema, type Plan } from './plan';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
-
-const optionsSchema = z.object({
-  weeks: z.coerce.number().int().min(1).max(520),
-  'per-week': z.coerce.number().int().min(1).max(3),
-  faults: z.coerce.number().int().min(0).max(2_000),
-  seed: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(2 ** 31),
-  store: z.enum(STORE_KINDS),
-  workers: z.coerce.number().int().min(1).max(16),
-  out: z.string().optional(),
-  replay: z.string().optional(),
-  docs: z.boolean(),
-  unsafe: z.enum(CAMPAIGN_UNSAFE).optional(),
-  without: z
-    .string()
-    .default('')
-    .transform((v) => v.split(',').filter(Boolean))
-    .pipe(z.array(z.enum(FAULT_KINDS))),
-});
-
-function parseOptions(argv: string[]) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      weeks: { type: 'string', default: '52' },
-      'per-week': { type: 'string', default: '2' },
-      faults: { type: 'string', default: '100' },
-      seed: { type: 'string', default: String(Math.floor(Math.random() * 1_000_000)) },
-      store: { type: 'string', default: 'file' },
-      workers: { type: 'string', default: '3' },
-      out: { type: 'string' },
-      replay: { type: 'string' },
-      docs: { type: 'boolean', default: false },
-      unsafe: { type: 'string' },
-      without: { type: 'string' },
-    },
-  });
-  return optionsSchema.parse(values);
-}
 
 function log(line: string): void {
   process.stderr.write(`campaign ${new Date().toISOString().slice(11, 19)}: ${line}\n`);
 }
 
 async function main(): Promise<number> {
-  const o = parseOptions(process.argv.slice(2));
+  const parsed = parseOptions(process.argv.slice(2));
+  if (parsed.kind === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (parsed.kind === 'error') {
+    process.stderr.write(`campaign: ${parsed.error}\n\n${USAGE}`);
+    return 2;
+  }
+  const o = parsed.options;
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const plan: Plan = o.replay
     ? planSchema.parse(JSON.parse(readFileSync(o.replay, 'utf8')))
@@ -151,7 +107,7 @@ async function main(): Promise<number> {
     written.forEach((w) => log(`wrote ${w}`));
   }
   if (bad === 0 && !o.out) await fs.rm(out, { recursive: true, force: true });
-  return bad > 0 ? 1 : 0;
+  return exitCode(result);
 }
 
 function reworksOf(decisions: readonly { kind: string }[]): number {

@@ -63,7 +63,7 @@ export class Stack {
     });
     const store =
       o.plan.store === 'file'
-        ? await FileStoreHost.start(paths.storeDir)
+        ? await FileStoreHost.start(paths.storeDir, path.join(o.out, 'backups'))
         : await PostgresStoreHost.start(paths.storeDir, `campaign-${process.pid}`);
     const connection = await Connection.connect({ address: server.address });
     const client = new Client({ connection });

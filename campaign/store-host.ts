@@ -3,31 +3,55 @@
  * PostgreSQL as a primary with a streaming (asynchronous) standby and a WAL archive for point-in-time recovery. The
  * servers are the tests' (test/helpers/postgres.ts over scripts/postgres-test-server.sh).
  */
-import { promises as fs } from 'node:fs';
+import { mkdtempSync, promises as fs } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { PostgresFaultServer } from '../test/helpers/postgres';
 import { targetEnv, type StoreTarget } from '../test/helpers/reliability';
+import { FileLockReader, PostgresLockReader, type LockReader } from './locks';
 import type { StoreKind } from './plan';
 
 export interface StoreHost {
   readonly kind: StoreKind;
+  /**
+   * A backup of the store now, for `restore`, named `name`; where it is (the campaign's `out` for the file store;
+   * PostgreSQL's base backups go where the server's OS user can write, whatever `out` is).
+   */
+  backup(name: string): Promise<Backup>;
+  /** The store as the backup left it; the caller has stopped the workers. */
+  restore(backup: Backup): Promise<void>;
+  /** Who holds the store's locks now (campaign/locks.ts). */
+  locks(): LockReader;
   /** Where workers and the CLI find the store now (PostgreSQL: the current primary). */
   target(): StoreTarget;
   env(): NodeJS.ProcessEnv;
   stop(): Promise<void>;
 }
 
+/** Where a backup is, and (PostgreSQL) the LSN a point-in-time recovery goes back to. */
+export interface Backup {
+  dir: string;
+  lsn?: string;
+}
+
 export class FileStoreHost implements StoreHost {
   readonly kind = 'file';
-  constructor(readonly dataDir: string) {}
+  constructor(
+    readonly dataDir: string,
+    private readonly backupsDir: string,
+  ) {}
 
-  static async start(dir: string): Promise<FileStoreHost> {
+  static async start(dir: string, backupsDir: string): Promise<FileStoreHost> {
     await fs.mkdir(dir, { recursive: true });
-    return new FileStoreHost(dir);
+    return new FileStoreHost(dir, backupsDir);
   }
 
   target(): StoreTarget {
     return { kind: 'file', dataDir: this.dataDir };
+  }
+
+  locks(): LockReader {
+    return new FileLockReader(() => this.dataDir);
   }
 
   env(): NodeJS.ProcessEnv {
@@ -35,17 +59,20 @@ export class FileStoreHost implements StoreHost {
   }
 
   /** A copy of the data dir taken while workers run (what an operator's nightly copy is). */
-  async backup(dir: string): Promise<void> {
+  async backup(name: string): Promise<Backup> {
+    const dir = path.join(this.backupsDir, name);
+    await fs.mkdir(this.backupsDir, { recursive: true });
     await fs.rm(dir, { recursive: true, force: true });
     await fs.cp(this.dataDir, dir, { recursive: true, errorOnExist: false, force: true }).catch(async () => {
       // A file renamed away mid-copy: copy again (the copy is of a moment, not atomic either way).
       await fs.rm(dir, { recursive: true, force: true });
       await fs.cp(this.dataDir, dir, { recursive: true });
     });
+    return { dir };
   }
 
   /** The copy put back, without its lock directories; the caller has stopped the workers. */
-  async restore(dir: string): Promise<void> {
+  async restore({ dir }: Backup): Promise<void> {
     await fs.rm(this.dataDir, { recursive: true, force: true });
     await fs.cp(dir, this.dataDir, {
       recursive: true,
@@ -64,21 +91,33 @@ export class PostgresStoreHost implements StoreHost {
     private primary: PostgresFaultServer,
     private standby: PostgresFaultServer | undefined,
     private readonly archiveDir: string,
+    private readonly backupsDir: string,
     private readonly mediaDir: string,
     private readonly name: string,
   ) {}
 
+  /**
+   * The WAL archive and the base backups are the server's OS user's to write (scripts/postgres-test-server.sh hands
+   * the archive, and a base backup's parent, to it), so neither lives under the campaign's `out`, which may be a
+   * private (0700) folder: each is a folder of its own in the system's temp dir, removed at `stop`. The media dir
+   * stays in `out`: the workers' own.
+   */
   static async start(dir: string, name: string): Promise<PostgresStoreHost> {
-    const archiveDir = path.join('/tmp', `episodes-campaign-archive-${process.pid}`);
+    const archiveDir = path.join(os.tmpdir(), `episodes-campaign-archive-${process.pid}`);
     await fs.rm(archiveDir, { recursive: true, force: true });
+    const backupsDir = mkdtempSync(path.join(os.tmpdir(), 'episodes-campaign-backups-'));
     const primary = await PostgresFaultServer.start(`${name}-p0`, { archiveDir });
     const standby = await PostgresFaultServer.standbyOf(primary, `${name}-s0`);
     await fs.mkdir(path.join(dir, 'media'), { recursive: true });
-    return new PostgresStoreHost(primary, standby, archiveDir, path.join(dir, 'media'), name);
+    return new PostgresStoreHost(primary, standby, archiveDir, backupsDir, path.join(dir, 'media'), name);
   }
 
   target(): StoreTarget {
     return { kind: 'postgres', url: this.primary.url, mediaDir: this.mediaDir };
+  }
+
+  locks(): LockReader {
+    return new PostgresLockReader(() => this.primary.url);
   }
 
   env(): NodeJS.ProcessEnv {
@@ -122,11 +161,11 @@ export class PostgresStoreHost implements StoreHost {
     return lost;
   }
 
-  /** A base backup now, and the LSN a later point-in-time recovery goes back to. */
-  async backup(dir: string): Promise<string> {
-    await fs.rm(dir, { recursive: true, force: true });
+  /** A base backup now (in the backups folder, which pg_basebackup hands to the server's user), and the LSN after it. */
+  async backup(name: string): Promise<Backup> {
+    const dir = path.join(this.backupsDir, name);
     await this.primary.baseBackup(dir);
-    return this.primary.sql('SELECT pg_current_wal_lsn()');
+    return { dir, lsn: await this.primary.sql('SELECT pg_current_wal_lsn()') };
   }
 
   /**
@@ -134,7 +173,8 @@ export class PostgresStoreHost implements StoreHost {
    * standby stop, a new server replays the backup's WAL to `lsn` and is promoted; a new standby follows it. The caller
    * has stopped the workers.
    */
-  async restore(dir: string, lsn: string): Promise<void> {
+  async restore({ dir, lsn }: Backup): Promise<void> {
+    if (lsn === undefined) throw new Error(`the backup in ${dir} has no LSN to recover to`);
     await this.primary.archiveNow();
     const from = this.primary;
     const restored = await PostgresFaultServer.pitr(from, `${this.name}-r${++this.generation}`, {
@@ -150,6 +190,7 @@ export class PostgresStoreHost implements StoreHost {
   async stop(): Promise<void> {
     await Promise.all([this.primary.stop(), this.standby?.stop()]);
     await fs.rm(this.archiveDir, { recursive: true, force: true });
+    await fs.rm(this.backupsDir, { recursive: true, force: true });
   }
 
   private requireStandby(): PostgresFaultServer {

@@ -80,13 +80,34 @@ export class WorkerPool {
     return victims.length;
   }
 
-  /** SIGTERM every worker (they drain), and keep them stopped until `startAll`. */
+  /** SIGTERM every worker (they drain; a frozen one is resumed to), and keep them stopped until `startAll`. */
   async stopAll(): Promise<void> {
     this.paused = true;
     const victims = this.all();
     for (const w of victims) this.expected.add(w);
-    await Promise.all(victims.map((w) => w.stop()));
+    await Promise.all(
+      victims.map(async (w) => {
+        const stopped = w.stop();
+        if (isStopped(w)) w.child.kill('SIGCONT');
+        await stopped;
+      }),
+    );
     this.armedWorkers.clear();
+  }
+
+  /** The base worker (not an armed one) of process id `pid`, if it is alive. */
+  baseByPid(pid: number): WorkerProcess | undefined {
+    return this.base.find((w) => w?.alive() === true && w.child.pid === pid);
+  }
+
+  /** SIGKILL one base worker (a fault's doing, not a death to report); another takes its place. */
+  async killBase(w: WorkerProcess): Promise<void> {
+    const i = this.base.indexOf(w);
+    if (i < 0 || !w.alive()) return;
+    this.expected.add(w);
+    w.child.kill('SIGKILL');
+    await w.exited;
+    if (!this.paused && this.base[i] === w) await this.startBase(i);
   }
 
   /** Repoints every worker at the store's current place: stopped, then started with the new environment. */

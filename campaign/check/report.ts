@@ -36,8 +36,13 @@ export function campaignTable(r: CheckResult, h: ReportHeader): string {
   return [faults, invariants, facts].join('\n\n');
 }
 
-export function violations(r: CheckResult): number {
+export function violations(r: Pick<CheckResult, 'invariants'>): number {
   return r.invariants.reduce((n, i) => n + i.violations, 0);
+}
+
+/** The campaign's exit code: 1 on any violation (a fault that failed or never hit included), else 0. */
+export function exitCode(r: Pick<CheckResult, 'invariants'>): 0 | 1 {
+  return violations(r) > 0 ? 1 : 0;
 }
 
 /** Each violated invariant's first details, for the console. */

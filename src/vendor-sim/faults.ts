@@ -31,10 +31,13 @@ export const vendorFaultsSchema = z.strictObject({
   /** The next `count` new jobs take `ms` longer to complete. */
   slowJobs: z.strictObject({ count: z.number().int().min(0), ms: z.number().int().min(0).max(600_000) }).optional(),
   /**
-   * The next `count` jobs whose artifact is downloaded report their completion twice: after that first download,
-   * `running` again for one job duration, then `succeeded` again (same artifact, downloadable throughout).
+   * The next `count` jobs whose artifact is downloaded (of `jobs` only, when given) report their completion twice:
+   * after that first download, `running` again for one job duration, then `succeeded` again (same artifact,
+   * downloadable throughout).
    */
-  repeatCompletion: z.strictObject({ count: z.number().int().min(0) }).optional(),
+  repeatCompletion: z
+    .strictObject({ count: z.number().int().min(0), jobs: z.array(z.string()).max(1_000).optional() })
+    .optional(),
 });
 export type VendorFaults = z.infer<typeof vendorFaultsSchema>;
 

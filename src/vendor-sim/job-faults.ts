@@ -29,7 +29,8 @@ export class JobFaults {
   downloadedNow(jobId: string, faults: VendorFaults, now: number): void {
     if (this.downloaded.has(jobId)) return;
     this.downloaded.add(jobId);
-    if (consume(faults.repeatCompletion)) this.repeats.set(jobId, now);
+    const only = faults.repeatCompletion?.jobs;
+    if ((only === undefined || only.includes(jobId)) && consume(faults.repeatCompletion)) this.repeats.set(jobId, now);
   }
 
   /** A fault set without `loseJobs` finds the lost jobs again. */

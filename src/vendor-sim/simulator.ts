@@ -98,10 +98,12 @@ export interface RequestLog {
   dropped: boolean;
   idempotencyKey: string | null;
   at: string;
-  /** The job a submission created, or the one a read asked for; null otherwise. */
+  /** The job a submission created, or the one a read or an artifact download asked for; null otherwise. */
   jobId: string | null;
   /** The per-job fault a read showed: `lost` (404 for a lost job), `repeat-completion` (the second `succeeded`). */
   note: 'lost' | 'repeat-completion' | null;
+  /** The status a read of one job showed (null for any other request). */
+  jobStatus?: JobStatus | null;
 }
 
 export interface VendorSimulator {
@@ -418,6 +420,7 @@ class Simulator {
     if (!job || !done || this.jobFaults.isLost(job.job_id)) {
       return x.respond(404, errorBody('not_found', 'no such artifact'));
     }
+    x.entry.jobId = job.job_id;
     const bytes = (await this.rendered(job)) ?? artifactBytes(job, this.artifactBytes[job.kind]);
     this.jobFaults.downloadedNow(job.job_id, this.currentFaults, Date.now());
     x.respondBytes(bytes, {
@@ -472,6 +475,7 @@ class Simulator {
   private view(job: JobRecord, entry?: RequestLog): VendorJob {
     const shown = this.jobFaults.view(job.job_id, this.statusOf(job), this.jobDurationMs, Date.now());
     if (entry && shown.note) entry.note = shown.note;
+    if (entry && entry.jobId === job.job_id) entry.jobStatus = shown.status;
     const status = shown.status;
     return {
       job_id: job.job_id,
