@@ -1,7 +1,9 @@
 /** `episodes vendors`: the adapters set up, what each promises (its profile), and which kind goes to which. */
 import type { Command } from 'commander';
 import { formatMoney } from '../domain/money';
-import { PAID_STEPS } from '../domain/paid-step';
+import { parseEpisodeId } from '../domain/episode-id';
+import { PipelineError, ErrorType } from '../domain/errors';
+import { PAID_STEPS, paidStepSchema } from '../domain/paid-step';
 import type { VendorProfile } from '../domain/vendor-profile';
 import { vendorsFromEnv } from '../vendors/directory';
 import { printJson, type CliContext } from './context';
@@ -20,6 +22,52 @@ export function registerVendorListCommands(program: Command, _ctx: CliContext): 
       for (const [name, profile] of Object.entries(profiles)) {
         console.log(`\n${name}`);
         for (const [what, value] of profileLines(profile)) console.log(`  ${what.padEnd(25)} ${value}`);
+      }
+    });
+  program
+    .command('vendor-live')
+    .description(
+      'send ONE real job of a kind to its assigned vendor with your key, wait for it and print its cost (costs money; never run by the tests)',
+    )
+    .argument('<kind>', 'video, cover, rework or assembly')
+    .requiredOption('--spec <json>', "the job's input, as the model takes it")
+    .option('--yes', 'confirm: this job is billed by the vendor')
+    .action(async (kind: string, opts: { spec: string; yes?: boolean }) => {
+      const step = paidStepSchema.safeParse(kind);
+      if (!step.success) throw new PipelineError(ErrorType.InvalidInput, 'kind is video, cover, rework or assembly');
+      let spec: unknown;
+      try {
+        spec = JSON.parse(opts.spec);
+      } catch {
+        throw new PipelineError(ErrorType.InvalidInput, '--spec is not JSON');
+      }
+      if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+        throw new PipelineError(ErrorType.InvalidInput, '--spec must be a JSON object');
+      }
+      const vendors = vendorsFromEnv();
+      const vendorName = vendors.assigned(step.data);
+      if (!opts.yes) {
+        throw new PipelineError(ErrorType.InvalidInput, `this sends a job ${vendorName} bills; add --yes to send it`);
+      }
+      const adapter = await vendors.open(vendorName);
+      // An episode id no schedule ever gives (year 2000), so the job cannot be mistaken for production's.
+      const episodeId = parseEpisodeId('2000-W01-0').episodeId;
+      const ref = `${episodeId}:${step.data}:r${Date.now() % 10_000}`;
+      const job = await adapter.submit({
+        step: step.data,
+        episodeId,
+        spec: spec as Record<string, unknown>,
+        ref,
+        callbackUrl: null,
+      });
+      console.log(`${vendorName}: job ${job.job_id} accepted (ref ${ref})`);
+      for (let wait = 1000; ; wait = Math.min(wait * 2, 15_000)) {
+        const now = await adapter.get(job.job_id);
+        if (now.status === 'succeeded' || now.status === 'failed') {
+          const cost = now.cost ? formatMoney(now.cost.amount_cents, now.cost.currency) : 'not reported';
+          return console.log(`${vendorName}: job ${now.job_id} ${now.status}, cost ${cost}, output ${now.artifact}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
       }
     });
 }

@@ -26,4 +26,15 @@ describe('episodes vendors', function () {
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /EPISODES_VENDOR_VIDEO/);
   });
+
+  it('vendor-live sends nothing and reads no key without --yes, and refuses a spec that is not an object', async () => {
+    const env = { EPISODES_VENDOR_API_KEY_FILE: '/nonexistent/key' };
+    const unconfirmed = await runCli(['vendor-live', 'video', '--spec', '{"prompt":"x"}'], env);
+    assert.equal(unconfirmed.code, 2);
+    assert.match(unconfirmed.stderr, /add --yes/);
+    assert.doesNotMatch(unconfirmed.stderr, /key/i, 'the key was not read');
+    const list = await runCli(['vendor-live', 'video', '--spec', '[1]', '--yes'], env);
+    assert.equal(list.code, 2);
+    assert.match(list.stderr, /JSON object/);
+  });
 });
