@@ -70,7 +70,7 @@ const LAYERS = [
   [{ name: 'worker', paths: ['src/process/worker.ts', 'src/worker.ts'] }],
   // The two front doors: the `episodes` CLI and the review desk (web). Each may use the other's modules.
   [{ name: 'cli and review desk', paths: ['src/cli.ts', 'src/cli', 'src/review'] }],
-  [{ name: 'demo', paths: ['src/demo.ts'] }],
+  [{ name: 'demo', paths: ['src/demo.ts', 'src/demo-vendor.ts'] }],
   // `npm run campaign` (campaign/, like bench/ outside the layers) drives the whole stack; its checker is independent
   // of the code it checks, so it imports nothing of src/ at all.
   [{ name: 'campaign checker', paths: ['campaign/check'], only: [] }],

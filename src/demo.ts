@@ -3,25 +3,23 @@
  * and the vendor simulator, runs a worker, ensures the weekly schedule, triggers one scheduled run, and follows its
  * episode through production: video and cover, approval (automatic, or `--interactive`: the review desk is served,
  * with a reviewer token printed, and the demo waits for the decision made there or with `episodes approve`), assembly,
- * completion. Prints the episode, its remote jobs, its ledger and its media hashes.
+ * completion. Prints the episode, its remote jobs, its ledger and its media hashes. `--vendor fal|replicate` runs the
+ * same episode with every kind at that adapter, against its simulator (src/demo-vendor.ts), and prints its journal.
  * The dev server keeps running afterwards so the UI can be browsed; `./temporal-dev.sh stop` stops it.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client, ScheduleAlreadyRunning, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { describeEpisode } from './cli/allocation-commands';
 import { weeklyScheduleOptions } from './cli/schedule-commands';
-import { type DemoSettings, loadConfig, loadDemoSettings, loadSimulatorSettings } from './process/config';
+import { type DemoSettings, loadConfig, loadDemoSettings } from './process/config';
 import { parseEpisodeId } from './domain/episode-id';
 import { ErrorType, PipelineError } from './domain/errors';
 import { formatMoney } from './domain/money';
 import { SCHEDULE_ID, decisionUpdateId } from './domain/names';
 import { FileEpisodeStore } from './store/file-store';
-import { staticCredentialsLoader } from './vendor-api/credentials';
-import { startVendorSimulator } from './vendor-sim/simulator';
 import { parseListenAddress } from './cli/review-commands';
 import { listenProblem } from './review/desk-settings';
 import { ReviewerStore } from './review/reviewers';
@@ -34,7 +32,7 @@ import { loadReviewNoticeSettings } from './process/review-notice-config';
 import { adoptFirstBuild, versionName } from './process/worker-deployment';
 import type { episodeProductionWorkflow, weeklyEpisodeWorkflow } from './workflows';
 import { approveUpdate, statusQuery } from './workflows/messages';
-import { nativeVendors } from './vendors/directory';
+import { demoVendorOf, startDemoVendor, type DemoVendor } from './demo-vendor';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -43,6 +41,7 @@ type ProductionHandle = WorkflowHandle<typeof episodeProductionWorkflow>;
 
 async function main(): Promise<void> {
   const interactive = process.argv.includes('--interactive');
+  const vendorName = demoVendorOf(process.argv.slice(2));
   // EPISODES_METRICS_ADDRESS as for `npm start`; the demo's own lines stay the story, so only warnings are logged.
   const telemetry = { ...loadTelemetryConfig(), logLevel: 'WARN' as const };
   installTelemetry(telemetry);
@@ -51,16 +50,9 @@ async function main(): Promise<void> {
   const demo = loadDemoSettings();
   startLocalDevServerUnlessConfigured(config, demo);
   const store = new FileEpisodeStore();
-  // The simulator keeps its jobs in the data dir, so a production interrupted in one demo resumes in the next.
-  const apiKey = demo.vendorApiKey ?? `demo-${randomBytes(12).toString('hex')}`;
-  const vendor = await startVendorSimulator({
-    apiKey,
-    port: demo.vendorPort,
-    stateFile: path.join(store.dataDir, 'vendor-simulator.json'),
-    jobDurationMs: 500,
-    ...loadSimulatorSettings(),
-  });
-  console.log(`vendor simulator: ${vendor.url}`);
+  // The native simulator keeps its jobs in the data dir, so a production interrupted in one demo resumes in the next.
+  const vendor = await startDemoVendor(vendorName, demo, store.dataDir);
+  console.log(vendorName === 'native' ? `vendor simulator: ${vendor.url}` : `${vendorName} simulator: ${vendor.url}`);
   const notices = loadReviewNoticeSettings();
   // Served before the worker starts, so the production's details (and a webhook's message) link to it.
   let connected: Promise<Client> | undefined;
@@ -71,7 +63,7 @@ async function main(): Promise<void> {
   const desk = interactive
     ? await startDemoDesk(store, getClient, config, { publicUrl: notices.publicUrl, listen: demo.reviewListen })
     : undefined;
-  const vendors = nativeVendors(staticCredentialsLoader(apiKey), { baseUrl: new URL(vendor.url), timeoutMs: 5_000 });
+  const vendors = vendor.vendors;
   const {
     worker,
     connection: workerConnection,
@@ -104,6 +96,7 @@ async function main(): Promise<void> {
         `worker: deployment version ${versionName(version)}: ${o === 'timed out' ? 'not registered' : 'current'}`,
       );
       await runOneScheduledEpisode({ client, store, config, demo, desk });
+      if (vendorName !== 'native') printJournal(vendorName, vendor);
     });
   } catch (e) {
     if (e instanceof WorkflowFailedError) console.error(`workflow failed: ${e.cause?.message ?? e.message}`);
@@ -118,6 +111,13 @@ async function main(): Promise<void> {
     await workerConnection.close();
     await vendor.close();
   }
+}
+
+/** What the vendor billed, charge by charge: the ledger above equals it (metered vendors bill at completion). */
+function printJournal(name: string, vendor: DemoVendor): void {
+  const charges = vendor.journal();
+  console.log(`${name} billing journal (${charges.length} charges):`);
+  for (const c of charges) console.log(`  ${c.job}  ${formatMoney(c.amount_cents, c.currency)}`);
 }
 
 /** No TEMPORAL_ADDRESS and no profile naming a server: the local dev server, started (or reused) here. */
