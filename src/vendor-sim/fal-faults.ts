@@ -1,5 +1,5 @@
 /**
- * The faults of the fal simulator (docs/vendors.md, "What the simulators do"), the native simulator's mapped to fal:
+ * The faults of the fal simulator (src/vendor-sim/README.md), the native simulator's mapped to fal:
  * each names the next `count` requests it picks; counts are consumed as faults fire.
  */
 import { z } from 'zod';

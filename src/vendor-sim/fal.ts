@@ -1,5 +1,5 @@
 /**
- * A local stand-in for fal (docs/vendors.md, "What the simulators do", fal): the queue API, the Platform API's request
+ * A local stand-in for fal (src/vendor-sim/README.md, fal): the queue API, the Platform API's request
  * listing, billing events and pricing, signed webhooks with redelivery, and expiring output files, over real HTTP on
  * 127.0.0.1, one port for all of them. `billing()` is the test-only journal of what was charged (the ground truth).
  */

@@ -1,5 +1,5 @@
 /**
- * The faults of the Replicate simulator (docs/vendors.md, "What the simulators do"), mapped from the native
+ * The faults of the Replicate simulator (src/vendor-sim/README.md), mapped from the native
  * simulator's (faults.ts): each names the failure a real Replicate account can show. Counts are consumed as they fire.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * A local stand-in for Replicate's predictions API as its docs describe it (docs/vendors.md, "What the simulators do",
+ * A local stand-in for Replicate's predictions API as its docs describe it (src/vendor-sim/README.md,
  * replicate): real HTTP on 127.0.0.1, `Authorization: Bearer`, problem+json errors, `201` on create, `Prefer: wait`,
  * the list (newest first, cursor pages, `created_after`/`created_before`), `data_removed` after the retention time
  * with file URLs that stop working, signed webhooks with the `completed` one retried, the account's webhook secret,
