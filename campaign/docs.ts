@@ -30,6 +30,8 @@ const reportSchema = z.object({
   counts: z.object({ episodes: count, completed: count, charges: count, ledgerEntries: count, billedCents: count }),
   ledgerMinusBillingCents: z.number(),
   replayed: count,
+  // Reports written before the checker accounted for gaps have none.
+  accountedGaps: z.array(z.string()).default([]),
 });
 export type SavedReport = z.infer<typeof reportSchema>;
 

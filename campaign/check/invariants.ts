@@ -12,9 +12,16 @@ export interface PlannedRun {
   reworks: number;
 }
 
-/** Each allocation key owns exactly one episode; ids are unique; every week's sequences are 0..n-1. */
-export function duplicateEpisodes(episodes: readonly ListedEpisode[]): string[] {
+/**
+ * Each allocation key owns exactly one episode; ids are unique; every week's sequences are 0..n-1, but for the ids
+ * `accounted` explains (`forgottenBeforeRecorded`): those gaps are returned apart, not as violations.
+ */
+export function duplicateEpisodes(
+  episodes: readonly ListedEpisode[],
+  accounted: (episodeId: string) => string | undefined = () => undefined,
+): { violations: string[]; gaps: string[] } {
   const out: string[] = [];
+  const gaps: string[] = [];
   for (const [key, group] of groupBy(episodes, (e) => e.allocation_key ?? '(no key)')) {
     if (group.length > 1)
       out.push(`key ${key} owns ${group.length} episodes: ${group.map((e) => e.episode_id).join(', ')}`);
@@ -24,10 +31,43 @@ export function duplicateEpisodes(episodes: readonly ListedEpisode[]): string[] 
   }
   for (const [week, group] of groupBy(episodes, (e) => e.week_id)) {
     const seqs = group.map((e) => e.sequence).sort((a, b) => a - b);
-    if (seqs.some((s, i) => s !== i))
+    const missing = Array.from({ length: (seqs.at(-1) ?? -1) + 1 }, (_, s) => s).filter((s) => !seqs.includes(s));
+    const why = missing.map((s) => accounted(`${week}-${s}`));
+    const repeated = seqs.some((s, i) => s === seqs[i - 1]);
+    if (repeated || why.some((w) => w === undefined))
       out.push(`week ${week}: sequences ${seqs.join(',')} are not 0..${seqs.length - 1}`);
+    else gaps.push(...missing.map((s, i) => `${week}-${s}: ${why[i]!}`));
   }
-  return out;
+  return { violations: out, gaps };
+}
+
+/** What the checker knows of an id the store no longer has: Temporal's runs, the vendor's billing, the fault lines. */
+export interface GapEvidence {
+  runs: readonly VisibleRun[];
+  billing: readonly Charge[];
+  /** history.jsonl's fault lines, in their order. */
+  faults: readonly { id: string; kind: string; step: string; inFlight?: string[] }[];
+}
+
+const FORGETTING_KINDS = new Set(['store-restore', 'pg-failover']);
+
+/**
+ * Why a week may lack `episodeId` (decision 0015): the store handed it out, then forgot it (a restore or a failover)
+ * before its answer reached Temporal (the allocating worker died first), so no record could bring it back and the
+ * product never hands it out again. Accounted only when the campaign saw the id in the store, a store-forgetting fault
+ * hit after that, and nothing ever used it: no workflow of Temporal names it (no weekly run's `EpisodeId`, no
+ * production or step), no charge. Undefined otherwise: the gap stays a violation.
+ */
+export function forgottenBeforeRecorded(episodeId: string, evidence: GapEvidence): string | undefined {
+  const production = `episode-${episodeId}`;
+  const named = evidence.runs.some(
+    (r) => r.episodeId === episodeId || r.workflowId === production || r.workflowId.startsWith(`${production}-`),
+  );
+  if (named || evidence.billing.some((c) => c.episode_id === episodeId)) return undefined;
+  const seen = evidence.faults.findIndex((f) => f.inFlight?.includes(episodeId));
+  const forgot = evidence.faults.find((f, i) => i > seen && f.step === 'hit' && FORGETTING_KINDS.has(f.kind));
+  if (seen < 0 || !forgot) return undefined;
+  return `seen in the store, forgotten by ${forgot.id}, never recorded by Temporal nor charged`;
 }
 
 /**

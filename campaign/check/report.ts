@@ -31,9 +31,15 @@ export function campaignTable(r: CheckResult, h: ReportHeader): string {
   const facts =
     `${r.counts.episodes} episodes (${r.counts.completed} completed), ${r.counts.charges} charges = ` +
     `${r.counts.ledgerEntries} ledger entries, ledger - billing = ${r.ledgerMinusBillingCents} cents, ` +
-    `${r.replayed} histories replayed. Store ${h.store}, ${h.weeks} weeks x ${h.perWeek}, seed ${h.seed}, ` +
+    `${r.replayed} histories replayed${accountedGaps(r)}. Store ${h.store}, ${h.weeks} weeks x ${h.perWeek}, seed ${h.seed}, ` +
     `wall ${formatDuration(h.wallSeconds)}; ${h.machine}. Replay: \`${h.replay}\`.`;
   return [faults, invariants, facts].join('\n\n');
+}
+
+/** The sequence gaps the checker accounted for, named with their evidence (the report must show them). */
+function accountedGaps(r: CheckResult): string {
+  const gaps = r.accountedGaps;
+  return gaps.length === 0 ? '' : `; ${gaps.length} sequence gap(s) accounted, not counted: ${gaps.join('; ')}`;
 }
 
 export function violations(r: Pick<CheckResult, 'invariants'>): number {

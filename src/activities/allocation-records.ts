@@ -10,7 +10,8 @@ import { z } from 'zod';
 import { parseAllocationKey, type AllocationKey } from '../domain/allocation-key';
 import { formatEpisodeId, MAX_SEQUENCE, parseEpisodeId, type EpisodeId } from '../domain/episode-id';
 import type { WeekId } from '../domain/week-id';
-import { productionWorkflowId } from '../domain/names';
+import type { PaidStep } from '../domain/episode-state';
+import { paidStepWorkflowId, productionWorkflowId } from '../domain/names';
 import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../domain/names';
 import type { AllocationClaim } from '../store/episode-store';
 import { recordedActivity } from './recorded-activity';
@@ -41,6 +42,12 @@ export interface AllocationRecords {
   answeredUnrecorded(weekId: WeekId): Promise<EpisodeId[]>;
   /** The keys (weekly runs' workflow IDs) whose runs recorded `episodeId` as their episode (visibility). */
   keysGiven(episodeId: EpisodeId): Promise<string[]>;
+  /**
+   * The spec a paid step was submitted with, as its step workflow's (latest run's) completed `submitPaidStep` recorded
+   * it: the store forgets a step's record with its spec (a restore, a failover), and a record written back bare has
+   * none. Undefined when Temporal recorded no such submission.
+   */
+  stepSpecOf(episodeId: EpisodeId, step: PaidStep, round: number): Promise<Record<string, unknown> | undefined>;
 }
 
 const WEEKLY = 'weeklyEpisodeWorkflow';
@@ -48,6 +55,7 @@ const WEEKLY = 'weeklyEpisodeWorkflow';
 const UNRECORDED_ANSWERS = `WorkflowType = "${WEEKLY}" AND ExecutionStatus = "Running" AND ${EpisodeIdSearchAttribute.name} IS NULL`;
 
 const allocationAnswerSchema = z.object({ episodeId: z.string() });
+const submissionInputSchema = z.object({ spec: z.record(z.string(), z.unknown()) });
 
 /** Facts of a given run never change: kept, up to this many per process. */
 const CACHED_RUNS = 10_000;
@@ -104,6 +112,11 @@ export function temporalAllocationRecords(client: Client): AllocationRecords {
       const query = `${EpisodeIdSearchAttribute.name} = "${episodeId}" AND WorkflowType = "${WEEKLY}"`;
       for await (const run of client.workflow.list({ query })) keys.add(run.workflowId);
       return [...keys];
+    },
+    async stepSpecOf(episodeId, step, round) {
+      const run = await describe(client, paidStepWorkflowId(episodeId, step, round));
+      const submitted = run && (await recordedActivity(client, run, 'submitPaidStep'));
+      return submissionInputSchema.safeParse(submitted?.input).data?.spec;
     },
     async productionRunOf(episodeId, run) {
       if (run.workflowId === productionWorkflowId(episodeId)) return run.runId;

@@ -55,7 +55,8 @@ export async function settleBeforeCompletion(
  * Rework rounds the vendor did for this episode that the store has no record of, each with the vendor's job. The
  * approved cut's job is in the final assembly's spec and each rework's spec names the cut it reworked, down to
  * `video-r0`: when that chain is whole in the store, no round is missing and the vendor is not asked. Otherwise the
- * approved cut, if forgotten, is found by its job id (`forgottenCut`), which tells the last round; then the vendor is
+ * approved cut, if forgotten, is found by its job id (`forgottenCut`; the assembly's spec as Temporal recorded it when
+ * the store forgot that too), which tells the last round; then the vendor is
  * asked, by idempotency key, for each round the store does not know, until it has none after the last. A round up to
  * the last that the vendor cannot look up was done and maybe billed: the completion parks for an operator.
  */
@@ -96,8 +97,7 @@ async function forgottenCut(
   state: EpisodeState,
   finalVideo: string,
 ): Promise<{ at: StepRef; record: StepRecord } | undefined> {
-  const final = state.steps[finalVideo];
-  const jobId = final?.spec.video_job;
+  const jobId = (await finalSpec(deps, state, finalVideo))?.video_job;
   if (typeof jobId !== 'string' || Object.values(state.steps).some((r) => r.remote_job_id === jobId)) return undefined;
   // The cut lives at the adapter the final assembly's video came from: the one assigned to reworks.
   const vendor: VendorAdapter = await deps.vendors.open(deps.vendors.assigned('rework'));
@@ -111,6 +111,21 @@ async function forgottenCut(
   }
   const call = new PaidStepCall(deps, stepRefOf(state, stepKey('rework', round)), undefined);
   return { at: call.at, record: submittedRecord(call, job) };
+}
+
+/**
+ * The final assembly's spec: its record's, else (the store forgot the record, or wrote it back bare, spec and all)
+ * the one Temporal recorded for its submission. Without it the approved cut, and so the last round, is unknown.
+ */
+async function finalSpec(
+  deps: PaidStepDeps,
+  state: EpisodeState,
+  finalVideo: string,
+): Promise<Record<string, unknown> | undefined> {
+  const spec = state.steps[finalVideo]?.spec;
+  if (typeof spec?.video_job === 'string') return spec;
+  const at = stepRefOf(state, finalVideo);
+  return deps.allocationRecords?.stepSpecOf(at.id, at.step, at.round);
 }
 
 /** The record of a step the store forgot, as the vendor's job shows it: submitted, with its job and quote. */

@@ -11,6 +11,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { createActivities, type Activities } from '../../src/activities';
+import type { AllocationRecords } from '../../src/activities/allocation-records';
 import type { CompleteInput } from '../../src/activities/episode-lifecycle';
 import type { CompletedStep, PaidStepInput, SubmittedStep } from '../../src/activities/paid-steps';
 import { parseAllocationKey } from '../../src/domain/allocation-key';
@@ -31,6 +32,23 @@ const SPECS: Record<PaidStep, Record<string, unknown>> = {
   rework: { notes: 'n' },
   assembly: { format: 'mp4' },
 };
+
+/**
+ * Temporal's records as the completion reads them: only the specs the steps' workflows were submitted with (key
+ * `assembly-r0`); nothing else is asked of them at the activity level.
+ */
+function recordedSpecs(specs: Record<string, Record<string, unknown>>): AllocationRecords {
+  const unused = () => Promise.reject(new Error('not recorded in this test'));
+  return {
+    allocationOf: unused,
+    productionRunOf: unused,
+    earlierAllocationOf: unused,
+    handedOutIn: unused,
+    answeredUnrecorded: unused,
+    keysGiven: unused,
+    stepSpecOf: (_id, step, round) => Promise.resolve(specs[`${step}-r${round}`]),
+  };
+}
 
 describe('paid steps when the store forgets its last writes (activity level, no timing)', function () {
   this.timeout(60_000);
@@ -117,6 +135,19 @@ describe('paid steps when the store forgets its last writes (activity level, no 
   /** Back to the state in which the step's record was a bare intent: its reference (and all after it) forgotten. */
   const forgetReference = (step: PaidStep) =>
     store.rollBack(id, (s) => s.steps[`${step}-r0`]?.status === 'intent' && !s.steps[`${step}-r0`]?.remote_job_id);
+
+  /** What `episodes reconcile <id> --step <key> --remote-job J` writes once the operator found J in the billing. */
+  async function reconcileToBilledJob(key: string): Promise<void> {
+    const parked = (await store.requireEpisode(id)).steps[key]!;
+    const job = vendor.billing().find((c) => c.client_ref === parked.idempotency_key)!;
+    await store.updateEpisode(id, (s) => ({
+      ...s,
+      steps: {
+        ...s.steps,
+        [key]: { ...parked, status: 'submitted', remote_job_id: job.job_id, quoted_cost: null, error: null },
+      },
+    }));
+  }
 
   async function assertLedgerIsBilling(): Promise<void> {
     const state = await store.requireEpisode(id);
@@ -220,6 +251,35 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     assert.equal(vendor.billing().length, 5, 'nothing sent');
   });
 
+  it('the approved round and the final assembly both forgotten, at a vendor that cannot look jobs up by key: the cut is found from Temporal’s record of the assembly and settled', async () => {
+    // Campaign seed 12565 (PostgreSQL): a restore forgot rework-r1, a failover then forgot the assembly after it.
+    const { cover, cuts } = await reworked(1);
+    const assemblySpec = { video_job: cuts[1], cover_job: cover };
+    await run('assembly', 0, assemblySpec);
+    await store.rollBack(id, (s) => s.steps['cover-r0']?.charged === true && !s.steps['rework-r1']);
+    vendor.setFaults({ noIdempotency: true });
+    acts = createActivities(
+      testDeps(store, vendor, undefined, { allocationRecords: recordedSpecs({ 'assembly-r0': assemblySpec }) }),
+    );
+    // The forgotten assembly cannot be looked up by key: parked until the operator names its job.
+    await assert.rejects(
+      complete(),
+      (e) => e instanceof ApplicationFailure && e.type === ErrorType.RemoteJobUnknown && !e.nonRetryable,
+    );
+    const parked = (await store.requireEpisode(id)).steps['assembly-r0']!;
+    assert.deepEqual(parked.spec, {}, 'written back bare: the store no longer knows the approved cut');
+    await reconcileToBilledJob('assembly-r0');
+    const entry = await complete();
+    assert.deepEqual(
+      entry.remote_jobs.filter((j) => j.step === 'rework').map((j) => [j.round, j.remote_job_id]),
+      [[1, cuts[1]]],
+      'history names the approved round',
+    );
+    assert.equal(entry.total_cost_cents, 4200 + 300 + 1500 + 800, 'history bills the forgotten round');
+    assert.equal(vendor.billing().length, 4, 'nothing charged twice');
+    await assertLedgerIsBilling();
+  });
+
   it('every round in the store, its chain of cuts whole: completion asks the vendor nothing', async () => {
     const video = await run('video', 0, SPECS.video);
     const cover = await run('cover', 0, SPECS.cover);
@@ -244,15 +304,7 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     assert.equal(parked.status, 'needs_reconciliation');
     assert.match(parked.error ?? '', /^[^\n]*cannot look it up[^\n]*$/, 'one line saying why');
     assert.equal((await store.requireEpisode(id)).ledger.length, 0, 'nothing charged on a guess');
-    // What `episodes reconcile <id> --step video-r0 --remote-job J` writes once the operator found J in the billing.
-    const job = vendor.billing().find((c) => c.client_ref === parked.idempotency_key)!;
-    await store.updateEpisode(id, (s) => ({
-      ...s,
-      steps: {
-        ...s.steps,
-        'video-r0': { ...parked, status: 'submitted', remote_job_id: job.job_id, quoted_cost: null, error: null },
-      },
-    }));
+    await reconcileToBilledJob('video-r0');
     const done = await wait('video');
     assert.equal(done.remoteJobId, submitted.remoteJobId);
     assert.equal(done.costCents, 4200, 'the vendor’s price, not the record’s (none)');

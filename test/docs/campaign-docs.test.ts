@@ -38,6 +38,7 @@ function savedReport(unsafe: string | null): SavedReport {
     counts: { episodes: 104, completed: 104, charges: 312, ledgerEntries: 312, billedCents: 2_000 },
     ledgerMinusBillingCents: 0,
     replayed: 104,
+    accountedGaps: [],
   };
 }
 
