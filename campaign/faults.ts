@@ -66,6 +66,8 @@ export class FaultRunner {
   /** One worker frozen at a time, one completion repeated at a time. */
   private readonly freezes = new Mutex();
   private readonly repeats = new Mutex();
+  /** One webhook fault at a time: two would pick the same next job (its simulator gives it only one). */
+  private readonly webhookFaults = new Mutex();
   private readonly lost: PlannedFault[] = [];
   private readonly expired: PlannedFault[] = [];
   private keysWindowOpen = false;
@@ -149,7 +151,7 @@ export class FaultRunner {
       case 'webhook-twice':
       case 'webhook-late':
       case 'webhook-never':
-        return this.vendorWebhook(f);
+        return this.webhookFaults.run(() => this.vendorWebhook(f));
       case 'vendor-lose':
         return this.vendorLose(f);
       case 'vendor-slow':
@@ -448,7 +450,8 @@ export class FaultRunner {
   /**
    * Webhook faults on the next job of the target vendor (the workers take callbacks, each on its own port):
    * - twice: a hit once two deliveries of its completion were answered by a worker (the second changes nothing);
-   * - late: a hit once the late delivery was answered after the step had fetched the job's output by polling;
+   * - late: a hit once the late delivery was answered by a worker (before the step fetched the output by polling,
+   *   or after it: the detail says which);
    * - never: a hit once the step fetched the output (polling did the work) and no delivery was ever made.
    */
   private async vendorWebhook(f: PlannedFault): Promise<void> {
@@ -484,8 +487,11 @@ export class FaultRunner {
           return this.hitHealed(f, { job, deliveries: ok.length, note: 'the second delivery changed nothing' });
         }
         if (f.kind === 'webhook-late' && ok.length > 0) {
-          if (downloadedAt === undefined) return this.line(f, 'missed', { job, note: 'delivered before the fetch' });
-          return this.hitHealed(f, { job, note: 'delivered after the step fetched the output by polling' });
+          const note =
+            downloadedAt === undefined
+              ? 'delivered late to a worker; the step still waited for it'
+              : 'delivered late to a worker, after the step fetched the output by polling';
+          return this.hitHealed(f, { job, note });
         }
         if (f.kind === 'webhook-never' && downloadedAt !== undefined && Date.now() - downloadedAt > 2_000) {
           if (vendors.deliveries(target, job).length > 0) return this.line(f, 'missed', { job, note: 'delivered' });
