@@ -18,6 +18,7 @@ const count = z.number().int().nonnegative();
 /** What a table is rendered from: the part of `<out>/report.json` it shows. */
 const reportSchema = z.object({
   store: z.string(),
+  vendor: z.string().optional(),
   seed: z.number().int(),
   weeks: count,
   perWeek: count,

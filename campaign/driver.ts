@@ -46,7 +46,8 @@ export interface DriverResult {
   /** What the checker needs to reach the stack (it is still running). */
   cliEnv: NodeJS.ProcessEnv;
   temporalAddress: string;
-  journal: string;
+  /** Each simulator's billing journal (the checker's ground truth). */
+  journals: { flavor: string; file: string }[];
 }
 
 export class Driver {
@@ -131,9 +132,10 @@ export class Driver {
       client: stack.client,
       history: this.history,
       snapshot: this.snapshot,
-      vendor: stack.vendor,
+      vendors: stack.vendors,
       cliEnv: () => this.cliEnv(),
       findLostJobs: () => this.faults.findLostJobs(),
+      serveExpired: () => this.faults.serveExpired(),
     });
     this.loops = setInterval(() => {
       this.track(this.reviewer.tick().catch((e: unknown) => this.o.log(`reviewer: ${String(e)}`)));
@@ -162,8 +164,9 @@ export class Driver {
       TEMPORAL_ADDRESS: this.stack.server.address,
       TEMPORAL_NAMESPACE: 'default',
       EPISODES_TASK_QUEUE: this.stack.taskQueue,
-      VENDOR_BASE_URL: this.stack.vendor.url,
+      VENDOR_BASE_URL: this.stack.vendors.nativeUrl(),
       VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+      ...this.stack.vendors.env(),
     };
   }
 
@@ -339,7 +342,7 @@ export class Driver {
     await this.faults.finish();
     this.clock.release();
     await Promise.race([Promise.all(this.faults.pending), sleep(120_000)]);
-    stack.vendor.setFaults({});
+    stack.vendors.clearAll();
     await stack.receiverUp();
     await stack.pool.ensureRunning();
     this.reviewer.settle();
@@ -375,7 +378,7 @@ export class Driver {
       triggerKeys: [...this.triggerKeys],
       cliEnv: this.cliEnv(),
       temporalAddress: stack.server.address,
-      journal: stack.paths.journal,
+      journals: await stack.vendors.writeJournals(),
     };
   }
 }

@@ -7,8 +7,6 @@
  * (worker-freeze); a completion was reported again to a paid step that still waited for it (vendor-repeat); and so
  * on, per kind below. A fault whose injection throws is `failed`, and fails the campaign.
  */
-import type { RequestLog } from '../src/vendor-sim/simulator';
-import type { VendorFaults } from '../src/vendor-sim/faults';
 import { paidStepSchema } from '../src/domain/episode-state';
 import { paidStepWorkflowId } from '../src/domain/names';
 import { sleep } from '../test/helpers/wait';
@@ -17,6 +15,7 @@ import type { HeldLock } from './locks';
 import type { PlannedFault } from './plan';
 import { JOB_DURATION_MS, LOCK_STALE_MS, type Stack } from './stack';
 import { PostgresStoreHost } from './store-host';
+import type { AdapterName, VendorEvent } from './vendors';
 import { isStopped, type ArmedSlot } from './workers';
 import type { WorkerProcess } from '../test/helpers/reliability';
 
@@ -37,7 +36,7 @@ export interface FaultEnv {
   /** Resolves once the vendor has accepted `n` submissions in all. */
   untilAccepted(n: number): Promise<void>;
   /** Subscribes to every vendor request once answered; returns the unsubscribe. */
-  onVendor(listener: (entry: RequestLog) => void): () => void;
+  onVendor(listener: (entry: VendorEvent) => void): () => void;
   /** A restart happened (late decisions wait for one). */
   restarted(): void;
   log(line: string): void;
@@ -67,7 +66,10 @@ export class FaultRunner {
   /** One worker frozen at a time, one completion repeated at a time. */
   private readonly freezes = new Mutex();
   private readonly repeats = new Mutex();
+  /** One webhook fault at a time: two would pick the same next job (its simulator gives it only one). */
+  private readonly webhookFaults = new Mutex();
   private readonly lost: PlannedFault[] = [];
+  private readonly expired: PlannedFault[] = [];
   private keysWindowOpen = false;
   private endCampaign!: () => void;
   private ending = false;
@@ -137,7 +139,19 @@ export class FaultRunner {
       case 'webhook-down':
         return this.webhookDown(f);
       case 'vendor-outage':
-        return this.vendorFault(f, { fail5xx: { count: f.amount ?? 20 } }, (e) => e.status === 503);
+        return this.vendorFault(f, { fail5xx: outage(f) }, (e) => e.status === 503);
+      case 'vendor-gateway-5xx':
+        return targetOf(f) === 'fal'
+          ? this.vendorFault(f, { gateway5xxAfterQueue: { count: 1 } }, (e) => e.accepted && e.status === 504)
+          : this.vendorFault(f, { fail5xx: { count: 1, created: true } }, (e) => e.accepted && e.status === 502);
+      case 'vendor-expired':
+        return this.vendorExpired(f);
+      case 'vendor-metered':
+        return this.vendorMetered(f);
+      case 'webhook-twice':
+      case 'webhook-late':
+      case 'webhook-never':
+        return this.webhookFaults.run(() => this.vendorWebhook(f));
       case 'vendor-lose':
         return this.vendorLose(f);
       case 'vendor-slow':
@@ -241,28 +255,30 @@ export class FaultRunner {
 
   // ---- the vendor ----
 
-  private updateVendor(change: (f: VendorFaults) => VendorFaults): void {
-    const vendor = this.env.stack.vendor;
-    vendor.setFaults(change(vendor.faults()));
-  }
-
-  /** Sets `faults` until `isHit` sees a request it affected and the counts are used up; then clears them. */
-  private async vendorFault(f: PlannedFault, faults: VendorFaults, isHit: (e: RequestLog) => boolean): Promise<void> {
-    const hit = this.waitForVendor((e) => isHit(e));
-    this.line(f, 'injected', { faults });
-    this.updateVendor((current) => ({ ...current, ...faults }));
+  /**
+   * Sets `faults` on the fault's target simulator until `isHit` sees a request of that vendor it affected and the
+   * counts are used up; then clears them.
+   */
+  private async vendorFault(
+    f: PlannedFault,
+    faults: Record<string, unknown>,
+    isHit: (e: VendorEvent) => boolean,
+  ): Promise<void> {
+    const { vendors } = this.env.stack;
+    const target = targetOf(f);
+    const hit = this.waitForVendor((e) => e.adapter === target && isHit(e));
+    this.line(f, 'injected', { target, faults });
+    vendors.patch(target, faults);
     const entry = await hit.promise;
-    this.line(f, 'hit', { method: entry.method, path: entry.path, status: entry.status });
-    while (Object.keys(faults).some((k) => countLeft(this.env.stack.vendor.faults(), k as keyof VendorFaults) > 0)) {
-      await sleep(200);
-    }
-    this.updateVendor((current) => withoutKeys(current, Object.keys(faults) as (keyof VendorFaults)[]));
+    this.line(f, 'hit', { method: entry.method, path: entry.path, status: entry.status, job: entry.jobId });
+    while (Object.keys(faults).some((k) => vendors.countLeft(target, k) > 0)) await sleep(200);
+    vendors.clear(target, Object.keys(faults));
     this.line(f, 'healed', {});
   }
 
-  private waitForVendor(match: (e: RequestLog) => boolean): { promise: Promise<RequestLog>; cancel(): void } {
+  private waitForVendor(match: (e: VendorEvent) => boolean): { promise: Promise<VendorEvent>; cancel(): void } {
     let off: () => void = () => undefined;
-    const promise = new Promise<RequestLog>((resolve) => {
+    const promise = new Promise<VendorEvent>((resolve) => {
       off = this.env.onVendor((e) => {
         if (!match(e)) return;
         off();
@@ -278,7 +294,9 @@ export class FaultRunner {
    * charged meanwhile is asked about again: the retry of the lost reply then cannot lean on the vendor's memory.
    */
   private async drop(f: PlannedFault): Promise<void> {
-    const ignoreKeys = f.keysIgnored === true && !this.keysWindowOpen;
+    const target = targetOf(f);
+    const { vendors } = this.env.stack;
+    const ignoreKeys = f.keysIgnored === true && target === 'native' && !this.keysWindowOpen;
     if (ignoreKeys) this.keysWindowOpen = true;
     const posts = new Map<string, number>();
     let retried!: () => void;
@@ -293,15 +311,15 @@ export class FaultRunner {
       posts.set(e.idempotencyKey, (posts.get(e.idempotencyKey) ?? 0) + 1);
     });
     try {
-      const ignore = () => ignoreKeys && this.updateVendor((c) => ({ ...c, noIdempotency: true }));
+      const ignore = () => ignoreKeys && vendors.patch('native', { noIdempotency: true });
       let hit: boolean;
       // Keys are ignored from the moment the fault can fire: the armed worker polls, or the drop is set.
       if (f.failpoint) hit = await this.armed(f, f.failpoint, { onArmed: ignore });
       else {
         ignore();
-        const dropped = this.waitForVendor((e) => e.dropped);
-        this.line(f, 'injected', { ignoreKeys });
-        this.updateVendor((c) => ({ ...c, acceptThenDrop: { count: 1 } }));
+        const dropped = this.waitForVendor((e) => e.dropped && e.adapter === target);
+        this.line(f, 'injected', { target, ignoreKeys });
+        vendors.patch(target, { acceptThenDrop: { count: 1 } });
         const e = await dropped.promise;
         this.line(f, 'hit', { key: e.idempotencyKey, job: e.jobId });
         hit = true;
@@ -310,42 +328,184 @@ export class FaultRunner {
       if (hit && ignoreKeys) await Promise.race([retry, this.env.untilAccepted(this.env.accepted() + ARMED_PATIENCE)]);
     } finally {
       off();
-      this.updateVendor((c) => withoutKeys(c, ['acceptThenDrop', ...(ignoreKeys ? (['noIdempotency'] as const) : [])]));
+      vendors.clear(target, ['acceptThenDrop']);
+      if (ignoreKeys) vendors.clear('native', ['noIdempotency']);
       if (ignoreKeys) this.keysWindowOpen = false;
     }
     if (!f.failpoint) this.line(f, 'healed', { keysIgnoredUntilRetry: ignoreKeys });
   }
 
   /** The next accepted job is lost; it is found again when the operator asks about it (see the operator). */
-  private async vendorLose(f: PlannedFault): Promise<void> {
-    const hit = this.waitForVendor((e) => e.note === 'lost');
-    this.line(f, 'injected', {});
-    this.updateVendor((c) => ({ ...c, loseJobs: { count: 1 + countLeft(c, 'loseJobs') } }));
-    const e = await hit.promise;
-    this.line(f, 'hit', { job: e.jobId, note: 'a poll got 404 for a job the vendor accepted' });
-    // Healed by the operator (`findLostJobs`), once the step is parked with its reason.
-    this.lost.push(f);
+  private vendorLose(f: PlannedFault): Promise<void> {
+    const target = targetOf(f);
+    const { vendors } = this.env.stack;
+    // Replicate's documented loss is a failed prediction (billed, then the step fails); `vanished` is the lost job.
+    const faults =
+      target === 'replicate'
+        ? { losePredictions: { count: 1 + vendors.countLeft(target, 'losePredictions'), mode: 'vanished' } }
+        : { loseJobs: { count: 1 + vendors.countLeft(target, 'loseJobs') } };
+    const note = 'a poll got 404 for a job the vendor accepted';
+    return this.parkingFault(f, faults, (e) => e.note === 'lost', note, this.lost);
   }
 
   /** The operator asked the vendor about a lost job: the vendor finds its lost jobs again. */
   findLostJobs(): void {
-    this.updateVendor((c) => withoutKeys(c, ['loseJobs']));
+    this.env.stack.vendors.findLost();
     for (const f of this.lost.splice(0)) this.line(f, 'healed', { note: "found again at the operator's request" });
   }
 
+  /**
+   * The next job's output answers 404 before anyone fetched it (for as long as the fault set keeps it): a hit when a
+   * paid step's download got that 404; the step parks, never sends again. Healed when the operator asks the vendor
+   * to serve it again (`serveExpired`) and settles the step with its own job.
+   */
+  private vendorExpired(f: PlannedFault): Promise<void> {
+    const target = targetOf(f);
+    const key = target === 'fal' ? 'expireFiles' : 'expireOutputs';
+    const faults = { [key]: { count: 1 + this.env.stack.vendors.countLeft(target, key) } };
+    const note = "a step's download of a finished job's output got 404";
+    return this.parkingFault(f, faults, (e) => e.download && e.status === 404, note, this.expired);
+  }
+
+  /** The operator asked the vendor for outputs it deleted early: it serves them again. */
+  serveExpired(): void {
+    this.env.stack.vendors.serveExpired();
+    for (const f of this.expired.splice(0)) this.line(f, 'healed', { note: "served again at the operator's request" });
+  }
+
+  /** A fault whose hit parks its step: healed once the operator asks the vendor (the fault waits in `parked`). */
+  private async parkingFault(
+    f: PlannedFault,
+    faults: Record<string, unknown>,
+    isHit: (e: VendorEvent) => boolean,
+    note: string,
+    parked: PlannedFault[],
+  ): Promise<void> {
+    const target = targetOf(f);
+    const hit = this.waitForVendor((e) => e.adapter === target && isHit(e));
+    this.line(f, 'injected', { target, faults });
+    this.env.stack.vendors.patch(target, faults);
+    const e = await hit.promise;
+    this.line(f, 'hit', { job: e.jobId, note });
+    parked.push(f);
+  }
+
+  /** native: the job takes `amount` ms longer; fal: the platform retries its runner (new attempts, billed once). */
   private async vendorSlow(f: PlannedFault): Promise<void> {
-    const accepted = this.waitForVendor((e) => e.method === 'POST' && e.status === 202 && e.jobId !== null);
+    const target = targetOf(f);
+    const { vendors } = this.env.stack;
+    const accepted = this.waitForVendor((e) => e.adapter === target && e.accepted && !e.dropped);
     const ms = f.amount ?? 8_000;
-    this.line(f, 'injected', { extraMs: ms });
-    this.updateVendor((c) => ({ ...c, slowJobs: { count: 1, ms } }));
+    const faults =
+      target === 'fal' ? { runnerRetries: { count: 1, attempts: 2 + (ms % 8) } } : { slowJobs: { count: 1, ms } };
+    this.line(f, 'injected', { target, faults });
+    vendors.patch(target, faults);
     const job = (await accepted.promise).jobId!;
     const acceptedAt = Date.now();
     const polled = this.waitForVendor(
-      (e) => e.jobId === job && e.method === 'GET' && Date.now() - acceptedAt > JOB_DURATION_MS,
+      (e) =>
+        e.adapter === target &&
+        e.jobId === job &&
+        e.method === 'GET' &&
+        !e.download &&
+        Date.now() - acceptedAt > JOB_DURATION_MS,
     );
     await polled.promise;
     this.line(f, 'hit', { job, note: 'polled while slower than usual' });
-    this.updateVendor((c) => withoutKeys(c, ['slowJobs']));
+    vendors.clear(target, Object.keys(faults));
+    this.line(f, 'healed', {});
+  }
+
+  /**
+   * The next job is billed other than the estimate (fal: `amount` output units instead of 5; Replicate: predict_time
+   * × amount / 10): a hit once the vendor's journal shows that charge. The checker's ledger − billing then says
+   * whether the ledger recorded the billed amount.
+   */
+  private async vendorMetered(f: PlannedFault): Promise<void> {
+    const target = targetOf(f);
+    const { vendors } = this.env.stack;
+    const amount = f.amount ?? 13;
+    const faults =
+      target === 'fal'
+        ? { meteredUnits: { count: 1, units: amount } }
+        : { meteredDrift: { count: 1, factor: amount / 10 } };
+    const from = vendors.billedCount(target);
+    this.line(f, 'injected', { target, faults });
+    vendors.patch(target, faults);
+    let over = false;
+    void this.patience().then(() => (over = true));
+    while (!over) {
+      const charge = vendors.meteredCharges(target, from)[0];
+      if (charge) {
+        this.line(f, 'hit', { ...charge, note: 'billed other than the estimate' });
+        vendors.clear(target, Object.keys(faults));
+        return this.line(f, 'healed', {});
+      }
+      await sleep(200);
+    }
+    vendors.clear(target, Object.keys(faults));
+    this.line(f, 'missed', { note: 'no job billed with the changed amount' });
+  }
+
+  /**
+   * Webhook faults on the next job of the target vendor (the workers take callbacks, each on its own port):
+   * - twice: a hit once two deliveries of its completion were answered by a worker (the second changes nothing);
+   * - late: a hit once the late delivery was answered by a worker (before the step fetched the output by polling,
+   *   or after it: the detail says which);
+   * - never: a hit once the step fetched the output (polling did the work) and no delivery was ever made.
+   */
+  private async vendorWebhook(f: PlannedFault): Promise<void> {
+    const target = targetOf(f);
+    const { vendors } = this.env.stack;
+    const faults =
+      f.kind === 'webhook-twice'
+        ? { webhookTwice: { count: 1 } }
+        : f.kind === 'webhook-late'
+          ? { webhookLate: { count: 1, ms: f.amount ?? 4_000 } }
+          : { webhookNever: { count: 1 } };
+    const accepted = this.waitForVendor((e) => e.adapter === target && e.accepted);
+    let downloadedAt: number | undefined;
+    let job: string | undefined;
+    const off = this.env.onVendor((e) => {
+      if (job !== undefined && e.adapter === target && e.jobId === job && e.download && e.status === 200)
+        downloadedAt ??= Date.now();
+    });
+    this.line(f, 'injected', { target, faults });
+    vendors.patch(target, faults);
+    try {
+      const e = await Promise.race([accepted.promise, this.patience().then(() => undefined)]);
+      accepted.cancel();
+      vendors.clear(target, Object.keys(faults));
+      if (!e?.jobId) return this.line(f, 'missed', { note: 'no job accepted' });
+      job = e.jobId;
+      const answered = () => vendors.deliveries(target, job!).filter((d) => d.status !== null && d.status < 300);
+      let over = false;
+      void Promise.race([sleep(90_000), this.finishing]).then(() => (over = true));
+      for (; !over; await sleep(200)) {
+        const ok = answered();
+        if (f.kind === 'webhook-twice' && ok.length >= 2) {
+          return this.hitHealed(f, { job, deliveries: ok.length, note: 'the second delivery changed nothing' });
+        }
+        if (f.kind === 'webhook-late' && ok.length > 0) {
+          const note =
+            downloadedAt === undefined
+              ? 'delivered late to a worker; the step still waited for it'
+              : 'delivered late to a worker, after the step fetched the output by polling';
+          return this.hitHealed(f, { job, note });
+        }
+        if (f.kind === 'webhook-never' && downloadedAt !== undefined && Date.now() - downloadedAt > 2_000) {
+          if (vendors.deliveries(target, job).length > 0) return this.line(f, 'missed', { job, note: 'delivered' });
+          return this.hitHealed(f, { job, note: 'no delivery; the step fetched the output by polling' });
+        }
+      }
+      this.line(f, 'missed', { job, answered: answered().length, downloaded: downloadedAt !== undefined });
+    } finally {
+      off();
+    }
+  }
+
+  private hitHealed(f: PlannedFault, detail: Record<string, unknown>): void {
+    this.line(f, 'hit', detail);
     this.line(f, 'healed', {});
   }
 
@@ -366,7 +526,13 @@ export class FaultRunner {
       const tried = new Set<string>();
       while (!over) {
         const polled = this.waitForVendor(
-          (e) => e.method === 'GET' && e.status === 200 && !!e.jobId && !tried.has(e.jobId) && isWaiting(e.jobStatus),
+          (e) =>
+            e.adapter === 'native' &&
+            e.method === 'GET' &&
+            e.status === 200 &&
+            !!e.jobId &&
+            !tried.has(e.jobId) &&
+            isWaiting(e.jobStatus),
         );
         const e = await Promise.race([polled.promise, giveUp.then(() => undefined)]);
         polled.cancel();
@@ -393,8 +559,8 @@ export class FaultRunner {
 
   /** The base worker running the await activity of `jobId`'s step now, from the vendor's job and Temporal. */
   private async pollerOf(jobId: string): Promise<RepeatTarget | undefined> {
-    const { vendor, client, pool } = this.env.stack;
-    const charge = vendor.billing().find((c) => c.job_id === jobId);
+    const { vendors, client, pool } = this.env.stack;
+    const charge = vendors.native!.billing().find((c) => c.job_id === jobId);
     const step = paidStepSchema.safeParse(charge?.kind);
     const round = /:r(\d+)$/.exec(charge?.client_ref ?? '')?.[1];
     if (!charge || !step.success || round === undefined) return undefined;
@@ -425,7 +591,7 @@ export class FaultRunner {
       killed = true;
       void pool.killBase(t.worker);
     });
-    this.updateVendor((c) => ({ ...c, repeatCompletion: { count: 1, jobs: [t.jobId] } }));
+    this.env.stack.vendors.patch('native', { repeatCompletion: { count: 1, jobs: [t.jobId] } });
     try {
       const first = await Promise.race([downloaded.promise, sleep(20_000).then(() => undefined)]);
       if (!first || !killed) return 'retry';
@@ -443,7 +609,7 @@ export class FaultRunner {
       off();
       downloaded.cancel();
       repeated.cancel();
-      this.updateVendor((c) => withoutKeys(c, ['repeatCompletion']));
+      this.env.stack.vendors.clear('native', ['repeatCompletion']);
     }
   }
 
@@ -571,12 +737,29 @@ interface RepeatTarget {
   attempt: number;
 }
 
-function isDownload(e: RequestLog): boolean {
-  return e.method === 'GET' && e.path.startsWith('/v1/artifacts/');
+function isDownload(e: VendorEvent): boolean {
+  return e.download;
+}
+
+/**
+ * The 503s of an outage, before anything is queued. fal: at most 3, since its client cannot tell them from a gateway
+ * 5xx after queueing and its listing may not show a queued request yet, so each parks its step until the operator
+ * looks (docs/vendors.md, fal's profile); Replicate: nothing created.
+ */
+function outage(f: PlannedFault): Record<string, unknown> {
+  const count = f.amount ?? 20;
+  const target = targetOf(f);
+  if (target === 'fal') return { count: 1 + (count % 3) };
+  return target === 'replicate' ? { count, created: false } : { count };
+}
+
+/** The simulator a vendor fault is injected into (plans before `--vendor` name none: the native one). */
+function targetOf(f: PlannedFault): AdapterName {
+  return f.target ?? 'native';
 }
 
 /** A job's status as a poll saw it: not finished yet, so the step polling it still waits. */
-function isWaiting(status: RequestLog['jobStatus']): boolean {
+function isWaiting(status: VendorEvent['jobStatus']): boolean {
   return status === 'queued' || status === 'running';
 }
 
@@ -584,15 +767,4 @@ function isWaiting(status: RequestLog['jobStatus']): boolean {
 function describeHolders(after: readonly HeldLock[], pid: number): string {
   if (after.length === 0) return 'free';
   return after.map((x) => (x.pid === pid ? 'still the frozen worker' : `taken over by pid ${x.pid}`)).join(', ');
-}
-
-function countLeft(f: VendorFaults, key: keyof VendorFaults): number {
-  const v = f[key] as { count?: number } | undefined;
-  return typeof v === 'object' && v !== null && typeof v.count === 'number' ? v.count : 0;
-}
-
-function withoutKeys(f: VendorFaults, keys: readonly (keyof VendorFaults)[]): VendorFaults {
-  const copy = { ...f };
-  for (const k of keys) delete copy[k];
-  return copy;
 }

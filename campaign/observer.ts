@@ -4,13 +4,13 @@
  */
 import type { EpisodeState } from '../src/domain/episode-state';
 import type { EpisodeStore } from '../src/store/episode-store';
-import type { RequestLog } from '../src/vendor-sim/simulator';
 import { openTarget, type StoreTarget } from '../test/helpers/reliability';
+import type { VendorEvent } from './vendors';
 
 export class VendorClock {
   private count = 0;
   private readonly jobs = new Set<string>();
-  private readonly listeners = new Set<(e: RequestLog) => void>();
+  private readonly listeners = new Set<(e: VendorEvent) => void>();
   private waiters: { n: number; resolve: () => void }[] = [];
   private readonly onTick: (n: number) => void;
 
@@ -18,12 +18,12 @@ export class VendorClock {
     this.onTick = onTick;
   }
 
-  /** The simulator's `onRequest`. A new job (a 202 or a dropped POST naming a job not seen before) ticks the clock. */
-  readonly observe = (e: RequestLog): void => {
+  /** Every simulator's `onRequest`. A job not seen before that a vendor accepted (answered or not) ticks the clock. */
+  readonly observe = (e: VendorEvent): void => {
     for (const l of [...this.listeners]) l(e);
-    const accepted = e.method === 'POST' && (e.status === 202 || e.dropped) && e.jobId !== null;
-    if (!accepted || this.jobs.has(e.jobId!)) return;
-    this.jobs.add(e.jobId!);
+    const job = `${e.adapter}:${e.jobId}`;
+    if (!e.accepted || e.jobId === null || this.jobs.has(job)) return;
+    this.jobs.add(job);
     this.count += 1;
     this.waiters = this.waiters.filter((w) => (w.n <= this.count ? (w.resolve(), false) : true));
     this.onTick(this.count);
@@ -38,7 +38,7 @@ export class VendorClock {
     return new Promise((resolve) => this.waiters.push({ n, resolve }));
   }
 
-  on(listener: (e: RequestLog) => void): () => void {
+  on(listener: (e: VendorEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }

@@ -1,24 +1,31 @@
 /**
- * The operator: settles what the system parks, with the commands it names. A parked step (`PARKED` in `episodes
- * status`) is looked up in the vendor's billing by its key and settled with `episodes reconcile` (`--remote-job J`
- * when the vendor billed it, `--not-submitted` when it did not); a job the vendor lost is first found again (the
- * vendor's support, in real life). A production that failed is started again with `episodes generate`; after a
+ * The operator: settles what the system parks, with the commands it names. A step parked for a few seconds (`PARKED`
+ * in `episodes status`; a vendor's webhook may settle it first) is looked up by its key or correlation value in the
+ * vendor's billing and, for a vendor without keys, its listing (fal's, Replicate's), and settled with `episodes
+ * reconcile` (`--remote-job J` with the job found, as the adapter names it: fal's `<ref>@<request_id>`;
+ * `--not-submitted` when none is); a job the vendor lost is first found again, an output it deleted early served
+ * again (the vendor's support, in real life). A production that failed is started again with `episodes generate`; after a
  * restore, `episodes repair` runs when this build has it. At the end it is also the stuck detector.
  */
 import type { Client } from '@temporalio/client';
 import { runCli } from '../test/helpers/processes';
-import type { VendorSimulator } from '../src/vendor-sim/simulator';
 import type { History } from './history';
 import type { StoreSnapshot } from './observer';
+import type { CampaignVendors } from './vendors';
+
+/** A parked step is left this long before the operator acts: a webhook may settle it, a listing catch up. */
+const PARK_GRACE_MS = 5_000;
 
 export interface OperatorEnv {
   client: Client;
   history: History;
   snapshot: StoreSnapshot;
-  vendor: VendorSimulator;
+  vendors: CampaignVendors;
   cliEnv(): NodeJS.ProcessEnv;
   /** The vendor found its lost jobs again (the operator asked). */
   findLostJobs(): void;
+  /** The vendor serves the outputs it deleted early again (the operator asked). */
+  serveExpired(): void;
 }
 
 /** What `episodes status` prints for a parked step. */
@@ -34,6 +41,7 @@ export interface ParkedStep {
 
 export class Operator {
   private readonly lastLook = new Map<string, number>();
+  private readonly firstSeen = new Map<string, number>();
   private readonly generated = new Map<string, number>();
   private running = false;
   /** Every parked step seen, with its reason and command (the report lists them). */
@@ -67,16 +75,29 @@ export class Operator {
       const m = PARKED_LINE.exec(line);
       if (!m) continue;
       const p: ParkedStep = { episodeId, step: m[1]!, reason: m[2]!, command: m[3]!, key: m[4]! };
+      const id = `${episodeId}:${p.step}:${p.reason}`;
       this.parked.set(`${episodeId}:${p.step}`, { ...p, settled: false });
+      if (!this.firstSeen.has(id)) this.firstSeen.set(id, Date.now());
+      if (Date.now() - this.firstSeen.get(id)! < PARK_GRACE_MS) continue;
       await this.reconcile(p);
     }
   }
 
   private async reconcile(p: ParkedStep): Promise<void> {
     if (/no longer knows job/.test(p.reason)) this.env.findLostJobs();
-    const billed = this.env.vendor.billing().filter((c) => c.client_ref === p.key);
-    // One charge for the key: that is the job. None: never accepted. Several: paid twice; the first is the job.
-    const settle = billed[0] ? ['--remote-job', billed[0].job_id] : ['--not-submitted'];
+    if (/no longer serves the output/.test(p.reason)) this.env.serveExpired();
+    let jobs: string[];
+    try {
+      jobs = await this.env.vendors.jobsFor(p.key, this.env.cliEnv());
+    } catch (e) {
+      // The vendor did not answer the lookup: look again at the next tick, never guess "not submitted".
+      await this.env.history.op('lookup', { ...p }, () =>
+        Promise.reject(e instanceof Error ? e : new Error(String(e))),
+      );
+      return;
+    }
+    // One job for the key: that is the job. None: never accepted. Several: paid twice; the first is the job.
+    const settle = jobs[0] ? ['--remote-job', jobs[0]] : ['--not-submitted'];
     const r = await this.env.history.op('reconcile', { ...p, settle }, async () => {
       const out = await runCli(
         ['reconcile', p.episodeId, '--step', p.step, ...settle, '--by', 'operator'],

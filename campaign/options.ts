@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { CAMPAIGN_UNSAFE } from './docs';
 import { FAULT_KINDS, STORE_KINDS } from './plan';
+import { VENDOR_CHOICES } from './vendors';
 
 export const USAGE = `Usage: npm run campaign -- [options]
 
@@ -18,6 +19,9 @@ Options:
   --faults N        planned faults (default 100; at least one of each kind)
   --seed S          the plan's seed (default: random; printed, and kept in plan.json)
   --store KIND      ${STORE_KINDS.join(' | ')} (default file)
+  --vendor V        ${VENDOR_CHOICES.join(' | ')} (default native): the adapter of every paid step, or mixed
+                    (video and assembly on fal, cover native, rework on replicate); the vendor faults each
+                    adapter cannot show are not planned (docs/reliability.md, "The campaign per vendor")
   --workers N       base worker processes (default 3)
   --out DIR         keep the plan, history, report, vendor journal and store there (default: a temp dir, removed
                     when the campaign passes)
@@ -40,6 +44,7 @@ const optionsSchema = z.object({
     .min(0)
     .max(2 ** 31),
   store: z.enum(STORE_KINDS),
+  vendor: z.enum(VENDOR_CHOICES),
   workers: z.coerce.number().int().min(1).max(16),
   out: z.string().optional(),
   replay: z.string().optional(),
@@ -67,6 +72,7 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number =
         faults: { type: 'string', default: '100' },
         seed: { type: 'string' },
         store: { type: 'string', default: 'file' },
+        vendor: { type: 'string', default: 'native' },
         workers: { type: 'string', default: '3' },
         out: { type: 'string' },
         replay: { type: 'string' },

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { FAILPOINT_NAMES, type FailpointName } from '../src/failpoints';
 import { formatWeekId, isoWeeksInYear } from '../src/domain/week-id';
 import { seededRandom } from '../src/vendor-sim/faults';
+import { ADAPTERS, adaptersOf, VENDOR_CHOICES, type AdapterName, type VendorChoice } from './vendors';
 
 export const STORE_KINDS = ['file', 'postgres'] as const;
 export type StoreKind = (typeof STORE_KINDS)[number];
@@ -24,11 +25,44 @@ export const FAULT_KINDS = [
   'vendor-lose',
   'vendor-slow',
   'vendor-repeat',
+  'vendor-gateway-5xx',
+  'vendor-expired',
+  'vendor-metered',
+  'webhook-twice',
+  'webhook-late',
+  'webhook-never',
   'temporal-restart',
   'webhook-down',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 const POSTGRES_ONLY: readonly FaultKind[] = ['pg-restart', 'pg-terminate', 'pg-failover'];
+
+/**
+ * The adapters whose simulator can show each vendor fault (docs/reliability.md, "The campaign per vendor"); a kind
+ * none of the run's adapters can show is not planned. The native vendor promises that a 5xx means nothing happened,
+ * keeps its artifacts, quotes a fixed price and calls no one back; fal and Replicate have no fault that reports a
+ * completion twice to a poll (their duplicate is the webhook), and the Replicate simulator none that slows a job.
+ * Webhook kinds need the workers to take callbacks, which the campaign sets up whenever fal or Replicate is used.
+ */
+export const VENDOR_FAULT_ADAPTERS: Partial<Record<FaultKind, readonly AdapterName[]>> = {
+  'vendor-outage': ['native', 'fal', 'replicate'],
+  'vendor-drop': ['native', 'fal', 'replicate'],
+  'vendor-lose': ['native', 'fal', 'replicate'],
+  'vendor-slow': ['native', 'fal'],
+  'vendor-repeat': ['native'],
+  'vendor-gateway-5xx': ['fal', 'replicate'],
+  'vendor-expired': ['fal', 'replicate'],
+  'vendor-metered': ['fal', 'replicate'],
+  'webhook-twice': ['fal', 'replicate'],
+  'webhook-late': ['fal', 'replicate'],
+  'webhook-never': ['fal', 'replicate'],
+};
+
+/** The adapters of `vendor` a fault of `kind` can be injected into; null: not a vendor fault (any run). */
+export function targetsOf(kind: FaultKind, vendor: VendorChoice): AdapterName[] | null {
+  const can = VENDOR_FAULT_ADAPTERS[kind];
+  return can ? adaptersOf(vendor).filter((a) => can.includes(a)) : null;
+}
 
 /** What each kind is, for the report. */
 export const FAULT_TITLES: Record<FaultKind, string> = {
@@ -44,6 +78,12 @@ export const FAULT_TITLES: Record<FaultKind, string> = {
   'vendor-lose': 'job the vendor loses after accepting it',
   'vendor-slow': 'slow completion',
   'vendor-repeat': 'completion reported twice',
+  'vendor-gateway-5xx': 'gateway 5xx after the job was queued',
+  'vendor-expired': 'output URL expired before the fetch',
+  'vendor-metered': 'metered cost different from the estimate',
+  'webhook-twice': 'vendor webhook delivered twice',
+  'webhook-late': 'vendor webhook delivered late',
+  'webhook-never': 'vendor webhook never delivered',
   'temporal-restart': 'Temporal dev server restart',
   'webhook-down': 'review webhook receiver down',
 };
@@ -62,6 +102,12 @@ const WEIGHTS: Record<FaultKind, number> = {
   'vendor-lose': 5,
   'vendor-slow': 6,
   'vendor-repeat': 6,
+  'vendor-gateway-5xx': 5,
+  'vendor-expired': 4,
+  'vendor-metered': 4,
+  'webhook-twice': 3,
+  'webhook-late': 3,
+  'webhook-never': 3,
   'temporal-restart': 4,
   'webhook-down': 6,
 };
@@ -93,6 +139,8 @@ const faultSchema = z.strictObject({
   id: z.string(),
   kind: z.enum(FAULT_KINDS),
   trigger: triggerSchema,
+  /** A vendor fault: the adapter whose simulator it is injected into. */
+  target: z.enum(ADAPTERS).optional(),
   /** worker-kill, vendor-drop by a worker's death: `point=kill@n` for the armed worker. */
   failpoint: z.string().optional(),
   /** vendor-drop: the vendor ignores idempotency keys until the dropped step is retried. */
@@ -128,6 +176,8 @@ export const planSchema = z.strictObject({
   schema: z.literal('campaign-plan/v1'),
   seed: z.number().int(),
   store: z.enum(STORE_KINDS),
+  /** Which adapter each kind's jobs go to (campaign/vendors.ts); plans written before `--vendor`: native. */
+  vendor: z.enum(VENDOR_CHOICES).default('native'),
   workers: z.number().int().min(1),
   scheduleId: z.string(),
   workflowIdBase: z.string(),
@@ -145,6 +195,7 @@ export type Plan = z.infer<typeof planSchema>;
 export interface PlanOptions {
   seed: number;
   store: StoreKind;
+  vendor?: VendorChoice;
   weeks: number;
   perWeek: number;
   faults: number;
@@ -203,6 +254,7 @@ export function generatePlan(o: PlanOptions, now: Date = new Date()): Plan {
     schema: 'campaign-plan/v1',
     seed: o.seed,
     store: o.store,
+    vendor: o.vendor ?? 'native',
     workers: o.workers,
     scheduleId: 'campaign',
     workflowIdBase: 'campaign',
@@ -236,7 +288,10 @@ interface FaultContext {
 
 function plannedFaults(o: PlanOptions, c: FaultContext): PlannedFault[] {
   const kinds = FAULT_KINDS.filter(
-    (k) => (o.store === 'postgres' || !POSTGRES_ONLY.includes(k)) && !o.without?.includes(k),
+    (k) =>
+      (o.store === 'postgres' || !POSTGRES_ONLY.includes(k)) &&
+      !o.without?.includes(k) &&
+      targetsOf(k, o.vendor ?? 'native')?.length !== 0,
   );
   const total = Math.max(o.faults, kinds.length);
   const weight = kinds.reduce((n, k) => n + WEIGHTS[k], 0);
@@ -263,6 +318,16 @@ function order(t: Trigger, c: FaultContext): number {
 }
 
 function oneFault(kind: FaultKind, i: number, o: PlanOptions, c: FaultContext): PlannedFault {
+  const targets = targetsOf(kind, o.vendor ?? 'native');
+  const fault = kindFault(kind, i, o, c);
+  // Native-only runs keep the plans they had before `--vendor` (no target: the native simulator).
+  if (!targets || (o.vendor ?? 'native') === 'native') return fault;
+  const target = c.pick(targets);
+  // Only the native vendor has keys to ignore.
+  return { ...fault, target, ...(fault.keysIgnored && target !== 'native' ? { keysIgnored: false } : {}) };
+}
+
+function kindFault(kind: FaultKind, i: number, o: PlanOptions, c: FaultContext): PlannedFault {
   const at = (lo = 0.02, hi = 0.8) => ({
     accepted: Math.max(1, Math.round(c.accepted * (lo + c.random() * (hi - lo)))),
   });
@@ -292,6 +357,11 @@ function oneFault(kind: FaultKind, i: number, o: PlanOptions, c: FaultContext): 
       return { ...base, trigger: at(), amount: 10 + Math.floor(c.random() * 30) };
     case 'vendor-slow':
       return { ...base, trigger: at(), amount: 5_000 + Math.floor(c.random() * 10_000) };
+    case 'vendor-metered':
+      // fal: output units billed (usually 5); Replicate: predict_time × amount / 10. Never the usual amount.
+      return { ...base, trigger: at(), amount: c.pick([2, 3, 4, 7, 13, 21, 34]) };
+    case 'webhook-late':
+      return { ...base, trigger: at(), amount: 2_000 + Math.floor(c.random() * 6_000) };
     case 'store-restore':
     case 'pg-failover': {
       const from = at(0.1, 0.8);

@@ -31,12 +31,17 @@ async function main(): Promise<number> {
     return 2;
   }
   const o = parsed.options;
+  if (o.docs && o.vendor !== 'native') {
+    process.stderr.write('campaign: --docs writes the native tables of docs/reliability.md; drop it with --vendor\n');
+    return 2;
+  }
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const plan: Plan = o.replay
     ? planSchema.parse(JSON.parse(readFileSync(o.replay, 'utf8')))
     : generatePlan({
         seed: o.seed,
         store: o.store,
+        vendor: o.vendor,
         weeks: o.weeks,
         perWeek: o['per-week'],
         faults: o.faults,
@@ -49,7 +54,9 @@ async function main(): Promise<number> {
   await fs.writeFile(path.join(out, 'plan.json'), JSON.stringify(plan, null, 2) + '\n');
   const weeks = new Set(plan.slots.map((s) => s.week)).size;
   const perWeek = Math.round(plan.slots.length / Math.max(1, weeks));
-  log(`seed ${plan.seed}, ${plan.store} store, ${weeks} weeks x ${perWeek}, ${plan.faults.length} faults, out ${out}`);
+  log(
+    `seed ${plan.seed}, ${plan.store} store, vendor ${plan.vendor}, ${weeks} weeks x ${perWeek}, ${plan.faults.length} faults, out ${out}`,
+  );
   const started = Date.now();
   const loadStart = os.loadavg();
   const driver = new Driver({ plan, out, unsafe: o.unsafe, stuckMs: 180_000, settleMs: 25 * 60_000, log });
@@ -66,7 +73,7 @@ async function main(): Promise<number> {
     log('checking');
     result = await check({
       out,
-      journal: run.journal,
+      journals: run.journals,
       cliEnv: run.cliEnv,
       temporalAddress: run.temporalAddress,
       planned: [
@@ -82,6 +89,7 @@ async function main(): Promise<number> {
   }
   const header: ReportHeader = {
     store: plan.store,
+    vendor: plan.vendor,
     seed: plan.seed,
     weeks,
     perWeek,

@@ -7,12 +7,11 @@ import type { UnsafeVariant } from '../test/helpers/unsafe-stores';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import type { RequestLog, VendorSimulator } from '../src/vendor-sim/simulator';
-import { startTestVendor } from '../test/helpers/deps';
 import { DevServer } from '../test/helpers/dev-server';
 import { startWebhookReceiver, type ReceivedNotice, type WebhookReceiver } from '../test/helpers/webhook-receiver';
 import type { Plan } from './plan';
 import { FileStoreHost, PostgresStoreHost, type StoreHost } from './store-host';
+import { CampaignVendors, type VendorEvent } from './vendors';
 import { WorkerPool } from './workers';
 
 /** Vendor jobs take this long: long enough to be polled, short enough for a year in an hour. */
@@ -25,7 +24,7 @@ export interface StackOptions {
   plan: Plan;
   unsafe?: UnsafeVariant;
   log: (line: string) => void;
-  onVendorRequest: (entry: RequestLog) => void;
+  onVendorRequest: (entry: VendorEvent) => void;
 }
 
 export class Stack {
@@ -38,28 +37,28 @@ export class Stack {
     readonly server: DevServer,
     readonly connection: Connection,
     readonly client: Client,
-    readonly vendor: VendorSimulator,
+    /** The simulators the plan's vendor assignment needs (`--vendor`). */
+    readonly vendors: CampaignVendors,
     readonly store: StoreHost,
     readonly pool: WorkerPool,
     readonly taskQueue: string,
-    readonly paths: { journal: string; temporalDb: string; storeDir: string },
+    readonly paths: { temporalDb: string; storeDir: string },
   ) {}
 
   static async start(o: StackOptions): Promise<Stack> {
     const paths = {
-      journal: path.join(o.out, 'vendor-journal.json'),
       temporalDb: path.join(o.out, 'temporal.sqlite'),
       storeDir: path.join(o.out, 'store'),
     };
     await fs.mkdir(o.out, { recursive: true });
     const server = await DevServer.onFreePort(paths.temporalDb);
     await server.start();
-    const vendor = await startTestVendor({
-      jobDurationMs: JOB_DURATION_MS,
-      media: 'synthetic',
-      stateFile: paths.journal,
+    const vendors = await CampaignVendors.start({
+      choice: o.plan.vendor,
+      out: o.out,
       seed: o.plan.seed,
-      onRequest: o.onVendorRequest,
+      jobDurationMs: JOB_DURATION_MS,
+      onEvent: o.onVendorRequest,
     });
     const store =
       o.plan.store === 'file'
@@ -72,7 +71,9 @@ export class Stack {
       {
         address: () => server.address,
         taskQueue,
-        vendorUrl: vendor.url,
+        vendorUrl: vendors.nativeUrl(),
+        vendorEnv: vendors.env(),
+        callbacks: vendors.callsBack(),
         webhookUrl: '',
         store,
         lockStaleMs: LOCK_STALE_MS,
@@ -81,7 +82,8 @@ export class Stack {
       o.plan.workers,
       o.log,
     );
-    const stack = new Stack(server, connection, client, vendor, store, pool, taskQueue, paths);
+    await pool.reservePorts();
+    const stack = new Stack(server, connection, client, vendors, store, pool, taskQueue, paths);
     await stack.receiverUp();
     pool.setWebhookUrl(stack.webhookUrl());
     await pool.startAll();
@@ -117,7 +119,7 @@ export class Stack {
     await this.pool.stopAll().catch(() => undefined);
     await this.connection.close().catch(() => undefined);
     await this.server.stop().catch(() => undefined);
-    await this.vendor.close().catch(() => undefined);
+    await this.vendors.close().catch(() => undefined);
     await this.receiverDown().catch(() => undefined);
     await this.store.stop().catch(() => undefined);
   }

@@ -6,6 +6,7 @@
  */
 import type { UnsafeVariant } from '../test/helpers/unsafe-stores';
 import { readFileSync } from 'node:fs';
+import { freePort } from '../test/helpers/dev-server';
 import { startWorkerProcess, type WorkerProcess } from '../test/helpers/reliability';
 import type { StoreHost } from './store-host';
 
@@ -13,6 +14,13 @@ export interface WorkerSettings {
   address: () => string;
   taskQueue: string;
   vendorUrl: string;
+  /** The vendor assignment and each adapter's endpoint and key (campaign/vendors.ts). */
+  vendorEnv: Record<string, string>;
+  /**
+   * Whether workers take vendor callbacks: each worker slot (base i, each armed slot) has its own port, kept by the
+   * worker that replaces it, so that a webhook meant for a dead worker reaches its successor on redelivery.
+   */
+  callbacks: boolean;
   webhookUrl: string;
   store: StoreHost;
   /** EPISODES_LOCK_STALE_MS: short, so that a frozen holder's lease runs out within the campaign. */
@@ -30,6 +38,7 @@ export class WorkerPool {
   /** Workers this pool stopped or killed on purpose: their exit is not a fault's hit. */
   private readonly expected = new WeakSet<WorkerProcess>();
   private paused = false;
+  private readonly ports = new Map<string, number>();
 
   constructor(
     private readonly settings: WorkerSettings,
@@ -37,6 +46,13 @@ export class WorkerPool {
     private readonly log: (line: string) => void,
   ) {
     this.base = Array.from({ length: size }, () => undefined);
+  }
+
+  /** With callbacks, a free port for each worker slot, kept for the campaign. */
+  async reservePorts(): Promise<void> {
+    if (!this.settings.callbacks) return;
+    const slots = [...this.base.map((_, i) => `w${i}`), 'alloc', 'main', 'vendor'];
+    for (const slot of slots) this.ports.set(slot, await freePort());
   }
 
   /** Set once the receiver listens (its port is fixed from then on). */
@@ -126,7 +142,7 @@ export class WorkerPool {
     onExit: (how: { signal: NodeJS.Signals | null; code: number | null }) => void,
   ): Promise<WorkerProcess> {
     await this.retireArmed(slot);
-    const w = this.spawn(`armed-${slot}-${++this.incarnation}`, failpoint);
+    const w = this.spawn(`armed-${slot}-${++this.incarnation}`, slot, failpoint);
     this.armedWorkers.set(slot, w);
     void w.exited.then((how) => {
       if (this.armedWorkers.get(slot) === w) this.armedWorkers.delete(slot);
@@ -152,7 +168,7 @@ export class WorkerPool {
   }
 
   private async startBase(i: number): Promise<void> {
-    const w = this.spawn(`w${i}-${++this.incarnation}`);
+    const w = this.spawn(`w${i}-${++this.incarnation}`, `w${i}`);
     this.base[i] = w;
     void w.exited.then((how) => {
       if (this.expected.has(w) || this.paused || this.base[i] !== w) return;
@@ -163,8 +179,12 @@ export class WorkerPool {
     await w.waitUntilPolling().catch((e: unknown) => this.log(`worker ${w.name}: ${String(e)}`));
   }
 
-  private spawn(name: string, failpoints?: string): WorkerProcess {
+  private spawn(name: string, slot: string, failpoints?: string): WorkerProcess {
     const s = this.settings;
+    const port = this.ports.get(slot);
+    const callbacks = port
+      ? { EPISODES_CALLBACK_LISTEN: `127.0.0.1:${port}`, EPISODES_CALLBACK_PUBLIC_URL: `http://127.0.0.1:${port}` }
+      : {};
     const target = s.store.target();
     // Without the pipeline lock, a slow disk between decision and commit (300 ms) lets allocations of a week overlap.
     if (s.unsafe === 'no-lock') failpoints = [failpoints, 'allocation.decided=delay:300'].filter(Boolean).join(',');
@@ -176,7 +196,7 @@ export class WorkerPool {
       vendorUrl: s.vendorUrl,
       failpoints,
       lockStaleMs: s.lockStaleMs,
-      extraEnv: { EPISODES_REVIEW_WEBHOOK_URL: s.webhookUrl },
+      extraEnv: { ...s.vendorEnv, ...callbacks, EPISODES_REVIEW_WEBHOOK_URL: s.webhookUrl },
       unsafe: s.unsafe,
     });
   }

@@ -18,11 +18,12 @@ import {
   unfinishedWorkflows,
   type PlannedRun,
 } from './invariants';
-import { readBilling, StoreReader, TemporalReader } from './reads';
+import { readBilling, StoreReader, TemporalReader, type Journal } from './reads';
 
 export interface CheckInput {
   out: string;
-  journal: string;
+  /** Each vendor simulator's billing journal: their union is the ground truth. */
+  journals: Journal[];
   cliEnv: NodeJS.ProcessEnv;
   temporalAddress: string;
   /** Runs the campaign planned (slots) or started (triggers), with the reworks asked for. */
@@ -57,7 +58,7 @@ export interface CheckResult {
 export async function check(input: CheckInput): Promise<CheckResult> {
   const store = new StoreReader(input.cliEnv);
   const [episodes, ledger, verify] = [await store.episodes(), await store.ledger(), await store.verify()];
-  const billing = readBilling(input.journal);
+  const billing = readBilling(input.journals);
   const parked = new Map<string, string[]>();
   for (const e of episodes.filter((x) => x.status !== 'completed'))
     parked.set(e.episode_id, await store.parkedLines(e.episode_id));

@@ -1,5 +1,5 @@
 /**
- * What the checker reads, each with its own small schema: the vendor's billing journal (its state file), the store
+ * What the checker reads, each with its own small schema: each vendor simulator's billing journal, the store
  * through the `episodes` CLI (`list --json`, `ledger --no-vendor --json`, `verify --json`, `status`), Temporal
  * visibility, and the campaign's plan and history. It shares no code with the store or the activities it checks.
  */
@@ -24,10 +24,60 @@ const chargeSchema = z.object({
 });
 export type Charge = z.infer<typeof chargeSchema>;
 
-/** The vendor's own record of every charge (the simulator's state file). */
-export function readBilling(journal: string): Charge[] {
-  const raw = JSON.parse(readFileSync(journal, 'utf8')) as unknown;
-  return z.object({ charges: z.array(chargeSchema) }).parse(raw).charges;
+/** A simulator's own record of every charge, in its own format: `native` (its state file), `fal`, `replicate`. */
+export interface Journal {
+  flavor: string;
+  file: string;
+}
+
+const falChargeSchema = z.object({
+  request_id: z.string(),
+  ref: z.string().nullable(),
+  amount_cents: z.number().int(),
+  currency: z.string(),
+});
+const replicateEntrySchema = z.object({
+  id: z.string(),
+  correlation: z.string().nullable(),
+  amount_cents: z.number().int(),
+  currency: z.string(),
+});
+/** Our correlation value, `<episode>:<step>:r<round>`, as the input carried it to fal and Replicate. */
+const REF = /^(.+):(video|cover|rework|assembly):r\d+$/;
+
+/**
+ * Every charge of every vendor the campaign used (the union of their journals), each named as the ledger names its
+ * job: the native job id; fal's `<ref>@<request_id>` (docs/vendors.md, the fal adapter's job id); the prediction id.
+ */
+export function readBilling(journals: readonly Journal[]): Charge[] {
+  return journals.flatMap((j) => {
+    const raw = JSON.parse(readFileSync(j.file, 'utf8')) as unknown;
+    if (j.flavor === 'fal') {
+      return z
+        .object({ charges: z.array(falChargeSchema) })
+        .parse(raw)
+        .charges.map((c) => byRef(c.ref, c.ref === null ? c.request_id : `${c.ref}@${c.request_id}`, c));
+    }
+    if (j.flavor === 'replicate') {
+      return z
+        .object({ entries: z.array(replicateEntrySchema) })
+        .parse(raw)
+        .entries.map((c) => byRef(c.correlation, c.id, c));
+    }
+    return z.object({ charges: z.array(chargeSchema) }).parse(raw).charges;
+  });
+}
+
+function byRef(ref: string | null, jobId: string, c: { amount_cents: number; currency: string }): Charge {
+  const m = REF.exec(ref ?? '');
+  return {
+    job_id: jobId,
+    episode_id: m?.[1] ?? '(unknown)',
+    kind: m?.[2] ?? '(unknown)',
+    client_ref: ref,
+    amount_cents: c.amount_cents,
+    currency: c.currency,
+  };
 }
 
 const episodeSchema = z.object({

@@ -4,6 +4,8 @@ import type { CheckResult, KindCount } from './checker';
 
 export interface ReportHeader {
   store: string;
+  /** `--vendor` (absent in reports before it: native). */
+  vendor?: string;
   seed: number;
   weeks: number;
   perWeek: number;
@@ -31,7 +33,7 @@ export function campaignTable(r: CheckResult, h: ReportHeader): string {
   const facts =
     `${r.counts.episodes} episodes (${r.counts.completed} completed), ${r.counts.charges} charges = ` +
     `${r.counts.ledgerEntries} ledger entries, ledger - billing = ${r.ledgerMinusBillingCents} cents, ` +
-    `${r.replayed} histories replayed${accountedGaps(r)}. Store ${h.store}, ${h.weeks} weeks x ${h.perWeek}, seed ${h.seed}, ` +
+    `${r.replayed} histories replayed${accountedGaps(r)}. Store ${h.store}${h.vendor && h.vendor !== 'native' ? `, vendor ${h.vendor}` : ''}, ${h.weeks} weeks x ${h.perWeek}, seed ${h.seed}, ` +
     `wall ${formatDuration(h.wallSeconds)}; ${h.machine}. Replay: \`${h.replay}\`.`;
   return [faults, invariants, facts].join('\n\n');
 }

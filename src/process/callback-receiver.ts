@@ -14,7 +14,7 @@ import { onCallback, type CallbackVerdict } from '../domain/pay-once';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { readSettings } from '../settings/read';
 import type { EpisodeStore } from '../store/episode-store';
-import type { Vendors } from '../vendors/port';
+import { CALLBACK_REF_QUERY, type Vendors } from '../vendors/port';
 
 /** A callback is a small JSON body: anything larger is refused unread. */
 export const MAX_CALLBACK_BYTES = 64 * 1024;
@@ -46,7 +46,7 @@ export async function receiveCallback(
 ): Promise<Answer> {
   const adapterName = /^\/callbacks\/([a-z][a-z0-9-]{0,31})$/.exec(req.url.pathname)?.[1];
   if (req.method !== 'POST' || !adapterName) return { status: 404, text: 'not found' };
-  const ref = req.url.searchParams.get('ref') ?? '';
+  const ref = req.url.searchParams.get(CALLBACK_REF_QUERY) ?? '';
   const [, rawId = '', rawStep, rawRound] = REF.exec(ref) ?? [];
   const step = paidStepSchema.safeParse(rawStep);
   let id: EpisodeId;

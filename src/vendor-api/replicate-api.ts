@@ -14,10 +14,9 @@ export const TERMINAL_STATUSES: readonly PredictionStatus[] = ['succeeded', 'fai
 export const PREDICTION_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 
 /**
- * Where the adapter puts a step's correlation value: a query parameter of the webhook URL (the docs suggest the query
- * for "an internal ID") and a field of the input (shown by the list and get for an hour, then `data_removed`).
+ * Where the adapter puts a step's correlation value: the webhook URL's query parameter the callback receiver reads
+ * (`CALLBACK_REF_QUERY`, vendors/port.ts; the docs suggest the query for "an internal ID") and a field of the input (shown by the list and get for an hour, then `data_removed`).
  */
-export const CORRELATION_QUERY = 'episodes_ref';
 export const CORRELATION_INPUT = 'episodes_ref';
 
 const isoDate = z.iso.datetime({ offset: true });

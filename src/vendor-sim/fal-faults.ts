@@ -26,7 +26,7 @@ export const falFaultsSchema = z.strictObject({
   webhookLate: z.strictObject({ count, ms: z.number().int().min(0).max(600_000) }).optional(),
   /** No webhook is ever delivered. */
   webhookNever: z.strictObject({ count }).optional(),
-  /** The output file is deleted at once (before anyone fetches it): 404. */
+  /** The output file is deleted at once (before anyone fetches it): 404 while the set keeps `expireFiles`. */
   expireFiles: z.strictObject({ count }).optional(),
   /** Billed `units` output units instead of the usual amount: the metered cost differs from the estimate. */
   meteredUnits: z.strictObject({ count, units: z.number().int().min(0).max(100_000) }).optional(),

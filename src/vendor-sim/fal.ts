@@ -43,6 +43,8 @@ export interface FalSimulatorOptions {
   ffmpeg?: string;
   faults?: FalFaults;
   log?: (line: string) => void;
+  /** Each request once answered (or dropped): the campaign's view of the traffic. */
+  onRequest?: (entry: FalRequestLog) => void;
 }
 
 export interface FalRequestLog {
@@ -91,7 +93,8 @@ class FalSim {
   private readonly keyDigest: Buffer;
   private currentFaults: FalFaults;
   private readonly requestsById = new Map<string, FalRequest>();
-  private readonly files = new Map<string, { bytes: Buffer; type: string; expiresAt: number }>();
+  /** `early`: deleted before its time by the `expireFiles` fault, for as long as the fault set keeps it. */
+  private readonly files = new Map<string, { bytes: Buffer; type: string; expiresAt: number; early: boolean }>();
   private readonly charges: FalCharge[] = [];
   private readonly log: FalRequestLog[] = [];
   private readonly renderer: MediaRenderer | null;
@@ -174,6 +177,7 @@ class FalSim {
     const payload = Buffer.from(JSON.stringify(body));
     x.res.writeHead(status, { 'content-type': 'application/json', 'content-length': payload.length, ...headers });
     x.res.end(payload);
+    this.o.onRequest?.(structuredClone(x.entry));
   }
 
   private route(x: Exchange): void {
@@ -223,7 +227,8 @@ class FalSim {
     if (consumeCount(this.currentFaults.acceptThenDrop)) {
       x.entry.dropped = true;
       this.o.log?.(`POST /${endpointId} queued ${r.request_id}, connection dropped (fault)`);
-      return void x.req.socket.destroy();
+      x.req.socket.destroy();
+      return void this.o.onRequest?.(structuredClone(x.entry));
     }
     if (consumeCount(this.currentFaults.gateway5xxAfterQueue)) {
       return this.json(x, 504, { detail: 'Request timed out', error_type: 'request_timeout' });
@@ -262,8 +267,8 @@ class FalSim {
     const name = type === 'image/png' ? 'output.png' : 'output.mp4';
     const fileUrl = `${this.queueBase()}/files/${r.request_id}/${name}`;
     if (r.error_status === null) {
-      const expiresAt = r.expire_early ? 0 : r.ends_at + r.ttl_ms;
-      this.files.set(`/files/${r.request_id}/${name}`, { bytes, type, expiresAt });
+      const expiresAt = r.ends_at + r.ttl_ms;
+      this.files.set(`/files/${r.request_id}/${name}`, { bytes, type, expiresAt, early: r.expire_early });
       const file = { url: fileUrl, content_type: type, file_name: name, file_size: bytes.length };
       r.output = type === 'image/png' ? { image: file, seed: 1 } : { video: file, seed: 1 };
     }
@@ -325,10 +330,13 @@ class FalSim {
 
   private file(x: Exchange): void {
     const f = this.files.get(x.url.pathname);
-    if (!f || Date.now() >= f.expiresAt) return this.json(x, 404, { detail: 'File not found' });
+    x.entry.requestId = /^\/files\/([^/]+)\//.exec(x.url.pathname)?.[1] ?? null;
+    const early = f?.early === true && this.currentFaults.expireFiles !== undefined;
+    if (!f || early || Date.now() >= f.expiresAt) return this.json(x, 404, { detail: 'File not found' });
     x.entry.status = 200;
     x.res.writeHead(200, { 'content-type': f.type, 'content-length': f.bytes.length });
     x.res.end(f.bytes);
+    this.o.onRequest?.(structuredClone(x.entry));
   }
 
   private platform(x: Exchange): void {

@@ -24,12 +24,13 @@ export const replicateFaultsSchema = z.strictObject({
   /**
    * The next `count` predictions are lost. `failed` (default; what Replicate shows for an interrupted run): they end
    * `failed` with "Prediction interrupted; please retry (code: PA)", billed for the time they ran. `vanished` (not
-   * documented, the worst case): billed, then unknown to get (404) and to the list.
+   * documented, the worst case): billed, then unknown to get (404) and to the list while the set keeps
+   * `losePredictions` (count 0 included; a set without it finds them again, as the other simulators' lost jobs).
    */
   losePredictions: z
     .strictObject({ count: z.number().int().min(0), mode: z.enum(['failed', 'vanished']).optional() })
     .optional(),
-  /** The output URLs of the next `count` predictions answer 404 before the retention time is up. */
+  /** The output URLs of the next `count` predictions answer 404 before the retention time is up (while the set keeps it). */
   expireOutputs: count.optional(),
   /** The next `count` predictions run `factor` × the usual compute time: their cost differs from the estimate. */
   meteredDrift: z.strictObject({ count: z.number().int().min(0), factor: z.number().positive().max(100) }).optional(),

@@ -53,6 +53,8 @@ export interface ReplicateSimulatorOptions {
   faults?: ReplicateFaults;
   /** One line per request: method, path, status. Never a header value. */
   log?: (line: string) => void;
+  /** Each request once answered (or dropped): the campaign's view of the traffic. */
+  onRequest?: (entry: SimRequest) => void;
 }
 
 /** One billed prediction, as Replicate would charge it (its API shows no such thing). */
@@ -77,6 +79,8 @@ export interface SimRequest {
   path: string;
   status: number | null;
   dropped: boolean;
+  /** The prediction a create made, or a get, cancel or output download named (null when none). */
+  predictionId: string | null;
 }
 
 export interface ReplicateSimulator {
@@ -86,6 +90,8 @@ export interface ReplicateSimulator {
   readonly webhookSecret: string;
   close(): Promise<void>;
   setFaults(faults: ReplicateFaults): void;
+  /** The fault set now, its counts as consumed so far. */
+  faults(): ReplicateFaults;
   journal(): JournalEntry[];
   requests(): SimRequest[];
   deliveries(): Delivery[];
@@ -132,13 +138,14 @@ interface SimPrediction {
 interface Exchange {
   req: http.IncomingMessage;
   url: URL;
+  entry: SimRequest;
   respond(status: number, body: unknown): void;
   drop(): void;
 }
 
 class ReplicateSim {
-  readonly o: Required<Omit<ReplicateSimulatorOptions, 'port' | 'faults' | 'log' | 'ffmpeg'>> &
-    Pick<ReplicateSimulatorOptions, 'log'>;
+  readonly o: Required<Omit<ReplicateSimulatorOptions, 'port' | 'faults' | 'log' | 'ffmpeg' | 'onRequest'>> &
+    Pick<ReplicateSimulatorOptions, 'log' | 'onRequest'>;
   private faults: ReplicateFaults;
   private readonly tokenDigest: Buffer;
   private readonly secret = newWebhookSecret();
@@ -170,6 +177,7 @@ class ReplicateSim {
       pageSize: options.pageSize ?? d.pageSize,
       media: options.media ?? 'render',
       log: options.log,
+      onRequest: options.onRequest,
     };
     this.faults = parseReplicateFaults(options.faults ?? {});
     this.renderer = this.o.media === 'render' ? createMediaRenderer({ ffmpeg: options.ffmpeg }) : null;
@@ -196,6 +204,7 @@ class ReplicateSim {
       webhookSecret: this.secret,
       close: () => this.close(),
       setFaults: (faults) => void (this.faults = parseReplicateFaults(faults)),
+      faults: () => structuredClone(this.faults),
       journal: () => structuredClone(this.charges),
       requests: () => structuredClone(this.log),
       deliveries: () => structuredClone(this.webhooks.deliveries),
@@ -218,12 +227,14 @@ class ReplicateSim {
       path: url.pathname.slice(0, 512),
       status: null,
       dropped: false,
+      predictionId: null,
     };
     this.log.push(entry);
     if (this.log.length > 10_000) this.log.splice(0, this.log.length - 10_000);
     const x: Exchange = {
       req,
       url,
+      entry,
       respond: (status, body) => {
         entry.status = status;
         this.o.log?.(`${entry.method} ${entry.path} ${status}`);
@@ -235,11 +246,13 @@ class ReplicateSim {
             : 'application/json';
         res.writeHead(status, { 'content-type': type, 'content-length': bytes.length });
         res.end(bytes);
+        this.o.onRequest?.(structuredClone(entry));
       },
       drop: () => {
         entry.dropped = true;
         this.o.log?.(`${entry.method} ${entry.path} created, connection reset (fault)`);
         req.socket.destroy();
+        this.o.onRequest?.(structuredClone(entry));
       },
     };
     this.route(x).catch((e: unknown) => {
@@ -297,6 +310,7 @@ class ReplicateSim {
     const fail5xx = consume(this.faults.fail5xx) ? this.faults.fail5xx! : null;
     if (fail5xx && !fail5xx.created) return x.respond(503, problem(503, 'Service unavailable', 'try again later'));
     const p = this.newPrediction(request);
+    x.entry.predictionId = p.id;
     if (consume(this.faults.acceptThenDrop)) return x.drop();
     if (fail5xx) return x.respond(502, problem(502, 'Bad gateway', 'upstream error'));
     const wait = preferWaitSeconds(String(x.req.headers.prefer ?? ''));
@@ -413,7 +427,9 @@ class ReplicateSim {
 
   private async file(x: Exchange, token: string): Promise<void> {
     const f = this.files.get(token);
-    if (!f || f.prediction.fate.expireOutput || this.removed(f.prediction)) {
+    x.entry.predictionId = f?.prediction.id ?? null;
+    const expired = f?.prediction.fate.expireOutput === true && this.faults.expireOutputs !== undefined;
+    if (!f || expired || this.removed(f.prediction)) {
       return x.respond(404, problem(404, 'Not found', 'no such file'));
     }
     x.respond(200, await f.bytes);
@@ -425,13 +441,15 @@ class ReplicateSim {
 
   private get(x: Exchange, id: string): void {
     const p = this.predictions.get(id);
-    if (!p || p.fate.vanished) return x.respond(404, problem(404, 'Not found', 'no such prediction'));
+    x.entry.predictionId = p?.id ?? null;
+    if (!p || this.hidden(p)) return x.respond(404, problem(404, 'Not found', 'no such prediction'));
     x.respond(200, this.view(p, false));
   }
 
   private cancel(x: Exchange, id: string): void {
     const p = this.predictions.get(id);
-    if (!p || p.fate.vanished) return x.respond(404, problem(404, 'Not found', 'no such prediction'));
+    x.entry.predictionId = p?.id ?? null;
+    if (!p || this.hidden(p)) return x.respond(404, problem(404, 'Not found', 'no such prediction'));
     if (!TERMINAL_STATUSES.includes(p.status)) {
       const ran = p.startedAt === null ? 0 : (Date.now() - p.startedAt) / (this.o.predictionMs / 2);
       this.finish(p, 'canceled', Math.min(1, ran) * this.o.predictSeconds * p.fate.drift);
@@ -450,7 +468,7 @@ class ReplicateSim {
       return x.respond(400, problem(400, 'Bad request', 'invalid created_after, created_before or cursor'));
     }
     const shown = [...this.predictions.values()]
-      .filter((p) => !p.fate.vanished && p.seq < from && p.createdAt > after && p.createdAt < before)
+      .filter((p) => !this.hidden(p) && p.seq < from && p.createdAt > after && p.createdAt < before)
       .sort((a, b) => b.seq - a.seq);
     const page = shown.slice(0, this.o.pageSize);
     let next: string | null = null;
@@ -461,6 +479,11 @@ class ReplicateSim {
       next = link.href;
     }
     x.respond(200, { previous: null, next, results: page.map((p) => this.view(p, true)) });
+  }
+
+  /** A `vanished` prediction is unknown to get, cancel and the list while the fault set keeps `losePredictions`. */
+  private hidden(p: SimPrediction): boolean {
+    return p.fate.vanished && this.faults.losePredictions !== undefined;
   }
 
   private removed(p: SimPrediction): boolean {

@@ -5,11 +5,12 @@
  */
 import { z } from 'zod';
 import { PAID_STEPS, type PaidStep } from '../domain/paid-step';
+import { CALLBACK_REF_QUERY } from './port';
 
 /** The input field carrying the step's correlation value (`<episode>:<step>:r<round>`); models ignore extra fields. */
 export const FAL_REF_FIELD = 'episodes_ref';
 /** The webhook URL's query parameter carrying the same value. */
-export const FAL_REF_QUERY = 'ref';
+export const FAL_REF_QUERY = CALLBACK_REF_QUERY;
 
 /** fal request ids are UUIDs; nothing else is put into a URL path. */
 export const FAL_REQUEST_ID_PATTERN = /^[0-9a-fA-F-]{8,64}$/;

@@ -9,6 +9,12 @@ import type { Money } from '../domain/episode-state';
 import type { PaidStep } from '../domain/paid-step';
 import type { VendorProfile } from '../domain/vendor-profile';
 
+/**
+ * The query parameter that carries the step's ref in a callback URL (`…/callbacks/<adapter>?ref=<episode:step:rN>`):
+ * the receiver finds the step by it before the adapter checks the callback; every adapter that calls back writes it.
+ */
+export const CALLBACK_REF_QUERY = 'ref';
+
 export interface Submission {
   step: PaidStep;
   episodeId: EpisodeId;

@@ -13,7 +13,6 @@ import { envCredentialsLoader } from '../vendor-api/credentials';
 import { parseVendorBaseUrl } from '../vendor-api/endpoint';
 import {
   CORRELATION_INPUT,
-  CORRELATION_QUERY,
   outputUrl,
   predictionListSchema,
   predictionSchema,
@@ -23,7 +22,15 @@ import {
   type Prediction,
 } from '../vendor-api/replicate-api';
 import { VendorError } from '../vendor-api/vendor-error';
-import type { CallbackRequest, JobStatus, Submission, VendorAdapter, VendorJob, VendorLogger } from './port';
+import {
+  CALLBACK_REF_QUERY,
+  type CallbackRequest,
+  type JobStatus,
+  type Submission,
+  type VendorAdapter,
+  type VendorJob,
+  type VendorLogger,
+} from './port';
 import { downloadOutput, outputFailure } from './replicate-download';
 import { failure, ReplicateHttp } from './replicate-http';
 import { refused, verifyWebhook } from './replicate-webhook';
@@ -129,7 +136,7 @@ export function replicateAdapter(options: ReplicateOptions): VendorAdapter {
       } catch {
         throw refused('the signed body is not a prediction');
       }
-      const fromUrl = request.url.searchParams.get(CORRELATION_QUERY);
+      const fromUrl = request.url.searchParams.get(CALLBACK_REF_QUERY);
       const shown = read.correlation(p);
       if (fromUrl !== null && shown !== null && fromUrl !== shown) throw refused('two correlation values disagree');
       const ref = fromUrl ?? shown;
@@ -145,7 +152,7 @@ function createRequest(model: string, s: Submission) {
   let webhook: Record<string, unknown> = {};
   if (s.callbackUrl) {
     const url = new URL(s.callbackUrl);
-    url.searchParams.set(CORRELATION_QUERY, s.ref);
+    url.searchParams.set(CALLBACK_REF_QUERY, s.ref);
     webhook = { webhook: url.href, webhook_events_filter: ['completed'] };
   }
   return VERSION_PATTERN.test(model)
@@ -201,7 +208,7 @@ class PredictionReader {
   correlation(p: Prediction): string | null {
     if (p.webhook) {
       try {
-        const value = new URL(p.webhook).searchParams.get(CORRELATION_QUERY);
+        const value = new URL(p.webhook).searchParams.get(CALLBACK_REF_QUERY);
         if (value) return value;
       } catch {
         // not a URL: fall back to the input

@@ -6,7 +6,7 @@ describe('campaign options', () => {
   it('--help and -h ask for the usage, which names every option', () => {
     assert.deepEqual(parseOptions(['--help']), { kind: 'help' });
     assert.deepEqual(parseOptions(['--weeks', '8', '-h']), { kind: 'help' });
-    for (const option of ['--weeks', '--per-week', '--faults', '--seed', '--store', '--workers', '--out']) {
+    for (const option of ['--weeks', '--per-week', '--faults', '--seed', '--store', '--vendor', '--workers', '--out']) {
       assert.ok(USAGE.includes(option), option);
     }
     for (const option of ['--replay', '--docs', '--without', '--unsafe', '--help']) assert.ok(USAGE.includes(option));
@@ -20,6 +20,9 @@ describe('campaign options', () => {
     const store = parseOptions(['--store', 'mysql']);
     assert.equal(store.kind, 'error');
     assert.match(store.kind === 'error' ? store.error : '', /--store/);
+    const vendor = parseOptions(['--vendor', 'acme']);
+    assert.equal(vendor.kind, 'error');
+    assert.match(vendor.kind === 'error' ? vendor.error : '', /--vendor/);
     const without = parseOptions(['--without', 'worker-kill,no-such-kind']);
     assert.equal(without.kind, 'error');
     assert.match(without.kind === 'error' ? without.error : '', /--without/);
@@ -31,7 +34,17 @@ describe('campaign options', () => {
     if (parsed.kind !== 'run') return;
     assert.deepEqual(
       { ...parsed.options },
-      { weeks: 52, 'per-week': 2, faults: 100, seed: 1234, store: 'file', workers: 3, docs: false, without: [] },
+      {
+        weeks: 52,
+        'per-week': 2,
+        faults: 100,
+        seed: 1234,
+        store: 'file',
+        vendor: 'native',
+        workers: 3,
+        docs: false,
+        without: [],
+      },
     );
   });
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
+import type { CallbackRequest } from '../../src/vendors/port';
 import { VendorClient, type VendorClientOptions } from '../../src/vendor-api/client';
 import {
   startVendorSimulator,
@@ -135,4 +136,25 @@ export async function raw(
     json = null;
   }
   return { status: res.status, headers: res.headers, json, text };
+}
+
+/** A webhook receiver on 127.0.0.1 keeping each delivery as it arrived: URL, headers, raw bytes (readCallback's input). */
+export async function webhookCapture(): Promise<{ url: string; got: CallbackRequest[]; close(): Promise<void> }> {
+  const got: CallbackRequest[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+      got.push({ url: new URL(req.url ?? '/', 'http://127.0.0.1'), headers, body: Buffer.concat(chunks) });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    got,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

@@ -1,7 +1,5 @@
 /** The fal adapter against the fal simulator over real HTTP, and against fal's documented sample bodies. */
 import assert from 'node:assert/strict';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { z } from 'zod';
@@ -13,6 +11,7 @@ import type { CallbackRequest, VendorAdapter, VendorJob } from '../../src/vendor
 import { isVendorError } from '../../src/vendor-api/vendor-error';
 import { until, waitFor } from '../helpers/wait';
 import { FAL_TEST_KEY, startTestFal, testFalAdapter } from '../helpers/fal';
+import { webhookCapture } from '../helpers/vendor';
 
 const SAMPLES = path.join(__dirname, '..', '..', '..', 'test', 'vendor-samples', 'fal');
 const EPISODE = '2026-W32-1' as EpisodeId;
@@ -186,21 +185,6 @@ function parse<S extends z.ZodType>(schema: S, json: unknown): z.output<S> {
 
 /** A webhook receiver keeping each delivery as it arrived: URL, headers, raw bytes (what readCallback is given). */
 async function rawReceiver(): Promise<{ url: string; received: CallbackRequest[]; close(): Promise<void> }> {
-  const received: CallbackRequest[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-      received.push({ url: new URL(req.url ?? '/', 'http://127.0.0.1'), headers, body: Buffer.concat(chunks) });
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    received,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  const r = await webhookCapture();
+  return { url: r.url, received: r.got, close: () => r.close() };
 }

@@ -21,7 +21,14 @@ import {
 import { startReplicateSimulator, type ReplicateSimulator } from '../../src/vendor-sim/replicate';
 import type { CallbackRequest, Submission, VendorAdapter } from '../../src/vendors/port';
 import { replicateAdapter } from '../../src/vendors/replicate';
-import { asVendorError, assertNoSecret, rejection, useHostileServers, waitFor } from '../helpers/vendor';
+import {
+  asVendorError,
+  assertNoSecret,
+  rejection,
+  useHostileServers,
+  waitFor,
+  webhookCapture,
+} from '../helpers/vendor';
 import { until } from '../helpers/wait';
 
 /** Polls an async condition (bounded). */
@@ -59,23 +66,8 @@ const submission = (ref = REF, callbackUrl: URL | null = null): Submission => ({
 
 /** A receiver of webhooks: every request as the adapter would be handed it. */
 async function receiver(): Promise<{ url: string; got: CallbackRequest[]; close(): Promise<void> }> {
-  const got: CallbackRequest[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-      got.push({ url: new URL(req.url ?? '/', 'http://127.0.0.1'), headers, body: Buffer.concat(chunks) });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hooks/replicate`,
-    got,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  const r = await webhookCapture();
+  return { ...r, url: `${r.url}/hooks/replicate` };
 }
 
 describe('replicate adapter: the docs’ sample bodies', () => {
@@ -166,7 +158,7 @@ describe('replicate adapter: the docs’ sample bodies', () => {
     const timestamp = String(Math.floor(Date.now() / 1000));
     const signature = webhookSignature(key, 'msg_1', timestamp, body);
     const request: CallbackRequest = {
-      url: new URL(`https://example.test/hooks?episodes_ref=${encodeURIComponent(REF)}`),
+      url: new URL(`https://example.test/hooks?ref=${encodeURIComponent(REF)}`),
       headers: {
         'webhook-id': 'msg_1',
         'webhook-timestamp': timestamp,
@@ -293,7 +285,7 @@ describe('replicate adapter against the simulator', function () {
       const job = await adapter.submit(submission(REF, new URL(hooks.url)));
       await waitFor(() => hooks.got.length > 0);
       const good = hooks.got[0]!;
-      assert.equal(good.url.searchParams.get('episodes_ref'), REF, 'our correlation rides in the query');
+      assert.equal(good.url.searchParams.get('ref'), REF, 'our correlation rides in the query');
       assert.deepEqual(await adapter.readCallback!(good), { ref: REF, jobId: job.job_id, status: 'succeeded' });
       const tampered = { ...good, body: Buffer.from(good.body.toString('utf8').replace('succeeded', 'failed')) };
       const now = Math.floor(Date.now() / 1000);
