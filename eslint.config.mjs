@@ -96,6 +96,20 @@ export const layerZones = LAYERS.flatMap((floor, level) =>
   ),
 );
 
+// The support code around src/: the tests, the benchmarks and the campaign share testkit/ and never import one
+// another (a test may import the module it tests). testkit/ imports none of them.
+const SUPPORT = { testkit: ['testkit'], bench: ['bench'], campaign: ['campaign'], test: ['test'] };
+const supportRule = (target, from) => ({
+  target: SUPPORT[target],
+  from: from.flatMap((f) => SUPPORT[f]),
+  message: `${target}/ imports src/ and testkit/ only, never ${from.join('/ or ')}/: shared helpers live in testkit/ (docs/testing.md).`,
+});
+export const supportZones = [
+  supportRule('testkit', ['test', 'bench', 'campaign']),
+  supportRule('bench', ['test', 'campaign']),
+  supportRule('campaign', ['test', 'bench']),
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.temporal/**', 'data/**', 'bench/results/**'] },
   js.configs.recommended,
@@ -120,7 +134,12 @@ export default tseslint.config(
   },
   {
     files: ['campaign/check/**/*.ts'],
-    rules: { 'import-x/no-restricted-paths': ['error', { zones: layerZones }] },
+    rules: { 'import-x/no-restricted-paths': ['error', { zones: [...layerZones, ...supportZones] }] },
+  },
+  {
+    files: ['testkit/**/*.ts', 'bench/**/*.ts', 'campaign/**/*.ts'],
+    ignores: ['campaign/check/**/*.ts'],
+    rules: { 'import-x/no-restricted-paths': ['error', { zones: supportZones }] },
   },
   {
     files: ['src/**/*.ts'],

@@ -3,7 +3,7 @@
  * through the activity's code path (`allocateEpisodeOn`), timing each. The store comes from the environment, as for a
  * worker.
  * Usage: node dist/bench/alloc-proc.js <barrierDir> <count> <keyPrefix> <week> <warmupCount> <warmupWeek> [unsafe]
- * (`unsafe`: a variant of test/helpers/unsafe-stores.ts, for the tests' proofs; never in a measurement).
+ * (`unsafe`: a variant of testkit/unsafe-stores.ts, for the tests' proofs; never in a measurement).
  * Warm-up: `warmupCount` keys into `warmupWeek` first, so that the race measures JIT-compiled code in every process
  * (a short-lived process spends its first few hundred allocations in V8's slower tiers), then the lock totals are
  * reset. Barrier: the process writes `<barrierDir>/ready-<keyPrefix>`, waits for `<barrierDir>/go`, which holds the
@@ -17,9 +17,9 @@ import { allocateEpisodeOn } from '../src/activities/allocation';
 import { isPipelineError } from '../src/domain/errors';
 import type { EpisodeStore } from '../src/store/episode-store';
 import { lockTotals, type LockTotals } from './lock-profile';
-import type { AllocOutcome } from '../test/helpers/alloc-client';
-import { openUnsafeStore, unsafeVariantSchema } from '../test/helpers/unsafe-stores';
-import { sleep } from '../test/helpers/wait';
+import type { AllocOutcome } from '../testkit/alloc-client';
+import { openUnsafeStore, unsafeVariantSchema } from '../testkit/unsafe-stores';
+import { sleep } from '../testkit/wait';
 
 export interface AllocProcReport {
   outcomes: AllocOutcome[];

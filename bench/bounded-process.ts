@@ -1,5 +1,5 @@
 /** `node <dist script>` with a deadline: a child that hangs is killed and the benchmark fails instead of waiting. */
-import { collect, spawnNode, type ProcessResult } from '../test/helpers/processes';
+import { collect, spawnNode, type ProcessResult } from '../testkit/processes';
 import { withTimeout } from './stats';
 
 export async function runNodeBounded(

@@ -13,9 +13,9 @@ import { mkdirSync, renameSync, writeFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { FileEpisodeStore } from '../src/store/file-store';
 import { parseWeekId } from '../src/domain/week-id';
-import { allocationViolations } from '../test/helpers/store-contract';
-import type { UnsafeVariant } from '../test/helpers/unsafe-stores';
-import { waitFor } from '../test/helpers/wait';
+import { allocationViolations } from '../testkit/store-contract';
+import type { UnsafeVariant } from '../testkit/unsafe-stores';
+import { waitFor } from '../testkit/wait';
 import type { AllocProcReport } from './alloc-proc';
 import { runNodeBounded } from './bounded-process';
 import { cpuBusyShare, cpuNote, cpuSample } from './cpu';
@@ -106,7 +106,7 @@ export interface RaceOptions {
   prefix: string;
   env?: NodeJS.ProcessEnv;
   timeoutMs?: number;
-  /** Test-only: the processes allocate through a store without this protection (test/helpers/unsafe-stores.ts). */
+  /** Test-only: the processes allocate through a store without this protection (testkit/unsafe-stores.ts). */
   unsafe?: UnsafeVariant;
 }
 

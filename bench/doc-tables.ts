@@ -11,7 +11,7 @@ import {
   runFactsSchema,
   writeDocTables,
   type DocTableGenerator,
-} from '../test/helpers/doc-tables';
+} from '../testkit/doc-tables';
 import { fmt, other } from './report';
 import {
   profileSchema,

@@ -19,8 +19,8 @@ import { formatWeekId } from '../src/domain/week-id';
 import type { EpisodeStore } from '../src/store/episode-store';
 import { FileEpisodeStore } from '../src/store/file-store';
 import { PostgresEpisodeStore } from '../src/store/postgres-store';
-import { freshDatabase, stopTestPostgres, testPostgresUrl, withDatabase } from '../test/helpers/postgres';
-import { sleep } from '../test/helpers/wait';
+import { freshDatabase, stopTestPostgres, testPostgresUrl, withDatabase } from '../testkit/postgres';
+import { sleep } from '../testkit/wait';
 
 interface Row {
   store: string;

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL for the benchmark: the tests' throwaway server (test/helpers/postgres.ts, stopped when this process
+ * PostgreSQL for the benchmark: the tests' throwaway server (testkit/postgres.ts, stopped when this process
  * exits) or EPISODES_TEST_PG_URL. The throwaway server starts with durability off for test speed; a benchmark next to
  * an fsync floor must pay for durable commits, so on our own server fsync and synchronous_commit are switched back on
  * (both reload-time settings) before measuring. A server given by URL is left as found and its settings reported.
@@ -7,7 +7,7 @@
 import * as path from 'node:path';
 import type { Client } from 'pg';
 import { PostgresEpisodeStore } from '../src/store/postgres-store';
-import { databaseUrl, freshDatabase, stopTestPostgres, testPostgresUrl, withDatabase } from '../test/helpers/postgres';
+import { databaseUrl, freshDatabase, stopTestPostgres, testPostgresUrl, withDatabase } from '../testkit/postgres';
 import type { SeedWeek } from './seed-data';
 
 export interface BenchPostgres {

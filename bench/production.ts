@@ -18,8 +18,8 @@ import type { episodeProductionWorkflow } from '../src/workflows/episode-product
 import { productionWorkflowId } from '../src/domain/names';
 import { approveSignal } from '../src/workflows/messages';
 import type { weeklyEpisodeWorkflow } from '../src/workflows/weekly-episode';
-import { spawnNode } from '../test/helpers/processes';
-import { createTestWorker } from '../test/helpers/temporal';
+import { spawnNode } from '../testkit/processes';
+import { createTestWorker } from '../testkit/temporal';
 import { createFloorActivities } from './floor-activities';
 import { measured, type Row } from './results';
 import { nowMs, summarize, timed, withTimeout } from './stats';

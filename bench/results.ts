@@ -5,6 +5,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
+import { machineSchema } from '../testkit/machine';
 
 export const SECTIONS = ['allocation', 'contention', 'temporal', 'production', 'review'] as const;
 export type Section = (typeof SECTIONS)[number];
@@ -46,26 +47,6 @@ export const rowSchema = z.discriminatedUnion('status', [
 ]);
 export type Row = z.infer<typeof rowSchema>;
 export type MeasuredRow = Extract<Row, { status: 'measured' }>;
-
-export const machineSchema = z.strictObject({
-  hostname: z.string(),
-  cpu_model: z.string(),
-  cores: z.number().int().positive(),
-  memory_mib: z.number().positive(),
-  node: z.string(),
-  os: z.string(),
-  load_avg_start: z.array(z.number()),
-  load_avg_end: z.array(z.number()),
-  disk: z.strictObject({
-    path: z.string(),
-    device: z.string(),
-    fs_type: z.string(),
-    mount_options: z.string(),
-    rotational: z.boolean().nullable(),
-    model: z.string().nullable(),
-  }),
-});
-export type Machine = z.infer<typeof machineSchema>;
 
 export const configSchema = z.strictObject({
   sizes: z.array(z.number().int().positive()),

@@ -19,7 +19,7 @@ import { z } from 'zod';
 import { benchAllocation } from './allocation';
 import { benchContention } from './contention';
 import { writeBenchDocs } from './doc-tables';
-import { gitFacts, machineFacts } from './machine';
+import { gitFacts, machineFacts } from '../testkit/machine';
 import { benchProduction } from './production';
 import { benchReviewDesk } from './review-desk';
 import { profileAllocation } from './profile';

@@ -13,7 +13,7 @@ import { staticCredentialsLoader } from '../src/vendor-api/credentials';
 import { startVendorSimulator, type VendorSimulator } from '../src/vendor-sim/simulator';
 import { productionWorkflowId } from '../src/domain/names';
 import { statusQuery } from '../src/workflows/messages';
-import { createTestEnv } from '../test/helpers/temporal';
+import { createTestEnv } from '../testkit/temporal';
 import { nowMs } from './stats';
 import { nativeVendors } from '../src/vendors/directory';
 

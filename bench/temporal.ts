@@ -18,9 +18,9 @@ import { createActivities } from '../src/activities';
 import { weeklyScheduleOptions } from '../src/cli/schedule-commands';
 import { FileEpisodeStore } from '../src/store/file-store';
 import type { weeklyEpisodeWorkflow } from '../src/workflows/weekly-episode';
-import { spawnNode } from '../test/helpers/processes';
-import { waitForScheduledRuns } from '../test/helpers/schedules';
-import { DEV_SERVER_EXTRA_ARGS, createTestWorker } from '../test/helpers/temporal';
+import { spawnNode } from '../testkit/processes';
+import { waitForScheduledRuns } from '../testkit/schedules';
+import { DEV_SERVER_EXTRA_ARGS, createTestWorker } from '../testkit/temporal';
 import { createFloorActivities } from './floor-activities';
 import { historyProfile, taskLatencies } from './history-phases';
 import type { LockTotals } from './lock-profile';
@@ -120,7 +120,7 @@ async function latency(ctx: TemporalContext, o: TemporalOptions): Promise<Row[]>
       'temporal/latency/floor',
       'floor workflow: one no-op activity, start to result',
       { n: f.n, p50_ms: f.p50, p99_ms: f.p99, mean_ms: f.mean },
-      { notes: [`dev server started with ${DEV_SERVER_EXTRA_ARGS.join(' ')} (see test/helpers/temporal.ts)`] },
+      { notes: [`dev server started with ${DEV_SERVER_EXTRA_ARGS.join(' ')} (see testkit/temporal.ts)`] },
     ),
     measured(
       'temporal',

@@ -16,9 +16,9 @@ import { DEFAULT_BUNDLE_PATH, resolveWorkflowSource } from '../src/process/workf
 import type { episodeProductionWorkflow } from '../src/workflows/episode-production';
 import { approveSignal } from '../src/workflows/messages';
 import type { weeklyEpisodeWorkflow } from '../src/workflows/weekly-episode';
-import { spawnNode } from '../test/helpers/processes';
-import { closedPort } from '../test/helpers/vendor';
-import { parsePrometheus, sumOf } from '../test/telemetry/prometheus';
+import { spawnNode } from '../testkit/processes';
+import { closedPort } from '../testkit/vendor';
+import { parsePrometheus, sumOf } from '../testkit/prometheus';
 import { measured, target, type Row } from './results';
 import { nowMs, summarize, withTimeout } from './stats';
 import { blockWeek, waitForApprovalPoint, type TemporalContext } from './temporal-context';

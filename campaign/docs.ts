@@ -1,16 +1,15 @@
 /**
- * The campaign's part of docs/reliability.md, like every generated table (test/helpers/doc-tables.ts): a table per
+ * The campaign's part of docs/reliability.md, like every generated table (testkit/doc-tables.ts): a table per
  * store and a line per unsafe variant, each between `<!-- campaign:<name> -->` markers, written by
- * `npm run campaign -- --docs` or from a kept report by `node dist/campaign/docs.js <out>/report.json`, and rendered
- * again from its recorded report by test/docs/doc-tables.test.ts.
+ * `npm run campaign -- --docs` or from a kept report by `node dist/campaign/docs.js <out>/report.json`.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { writeDocTables, type DocTableGenerator } from '../test/helpers/doc-tables';
+import { writeDocTables, type DocTableGenerator } from '../testkit/doc-tables';
 import { campaignTable, violations } from './check/report';
 import { FAULT_TITLES, STORE_KINDS } from './plan';
 
-/** The test-only unsafe workers the proofs run (test/helpers/unsafe-stores.ts). */
+/** The test-only unsafe workers the proofs run (testkit/unsafe-stores.ts). */
 export const CAMPAIGN_UNSAFE = ['no-lock', 'no-intent', 'no-reassert'] as const;
 
 const count = z.number().int().nonnegative();
@@ -24,6 +23,7 @@ const reportSchema = z.object({
   perWeek: count,
   wallSeconds: z.number().nonnegative(),
   replay: z.string(),
+  commit: z.string().optional(),
   machine: z.string(),
   unsafe: z.string().nullable(),
   invariants: z.array(z.object({ name: z.string(), violations: count, details: z.array(z.string()) })),
@@ -37,12 +37,13 @@ const reportSchema = z.object({
 export type SavedReport = z.infer<typeof reportSchema>;
 
 /** What an unsafe build's run found: exit code and the invariants it violated, with the first violation. */
-function proofLine(r: SavedReport, variant: string): string {
+function proofLine(r: SavedReport): string {
   const found = r.invariants
     .filter((i) => i.violations > 0)
     .map((i) => `${i.name}: **${i.violations}**${i.details[0] ? ` (e.g. ${i.details[0]})` : ''}`)
     .join('; ');
-  return `\`--unsafe ${variant}\`, seed ${r.seed}: exit ${violations(r) > 0 ? 1 : 0}; ${found || 'nothing found'}.`;
+  const code = r.commit ? ` at ${r.commit}` : '';
+  return `\`${r.replay}\`${code}: exit ${violations(r) > 0 ? 1 : 0}; ${found || 'nothing found'}.`;
 }
 
 export const campaignDocTables: DocTableGenerator<SavedReport> = {
@@ -50,7 +51,7 @@ export const campaignDocTables: DocTableGenerator<SavedReport> = {
   doc: 'docs/reliability.md',
   tables: [...STORE_KINDS, ...CAMPAIGN_UNSAFE],
   input: reportSchema,
-  render: (table, r) => (r.unsafe ? proofLine(r, table) : campaignTable(r, { ...r, titles: FAULT_TITLES })),
+  render: (_table, r) => (r.unsafe ? proofLine(r) : campaignTable(r, { ...r, titles: FAULT_TITLES })),
 };
 
 /** A report's marker: its unsafe variant, or its store. */

@@ -5,16 +5,16 @@
  * operator, fires each fault when its logical trigger comes, and at the end heals everything and waits for the
  * system to settle (with a stuck detector). Every operation is a line in history.jsonl.
  */
-import type { UnsafeVariant } from '../test/helpers/unsafe-stores';
+import type { UnsafeVariant } from '../testkit/unsafe-stores';
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { ScheduleOverlapPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import { weeklyScheduleOptions } from '../src/cli/schedule-commands';
-import { WORKFLOW_TEST_API_KEY } from '../test/helpers/deps';
-import { targetEnv } from '../test/helpers/reliability';
-import { temporalCliPath } from '../test/helpers/temporal';
-import { sleep } from '../test/helpers/wait';
+import { WORKFLOW_TEST_API_KEY } from '../testkit/deps';
+import { targetEnv } from '../testkit/reliability';
+import { temporalCliPath } from '../testkit/temporal';
+import { sleep } from '../testkit/wait';
 import { FaultRunner } from './faults';
 import { History } from './history';
 import { StoreSnapshot, VendorClock } from './observer';
@@ -28,7 +28,7 @@ const execFileAsync = promisify(execFile);
 export interface DriverOptions {
   plan: Plan;
   out: string;
-  /** A test-only worker variant (test/helpers/unsafe-stores.ts). */
+  /** A test-only worker variant (testkit/unsafe-stores.ts). */
   unsafe?: UnsafeVariant;
   /** No progress for this long without a parked reason: stuck. */
   stuckMs: number;

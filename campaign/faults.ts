@@ -9,7 +9,7 @@
  */
 import { paidStepSchema } from '../src/domain/episode-state';
 import { paidStepWorkflowId } from '../src/domain/names';
-import { sleep } from '../test/helpers/wait';
+import { sleep } from '../testkit/wait';
 import type { FaultLine, History } from './history';
 import type { HeldLock } from './locks';
 import type { PlannedFault } from './plan';
@@ -17,7 +17,7 @@ import { JOB_DURATION_MS, LOCK_STALE_MS, type Stack } from './stack';
 import { PostgresStoreHost } from './store-host';
 import type { AdapterName, VendorEvent } from './vendors';
 import { isStopped, type ArmedSlot } from './workers';
-import type { WorkerProcess } from '../test/helpers/reliability';
+import type { WorkerProcess } from '../testkit/reliability';
 
 /** An armed worker that has not hit its failpoint after this many more accepted submissions is retired (missed). */
 const ARMED_PATIENCE = 20;

@@ -4,7 +4,7 @@
  */
 import type { EpisodeState } from '../src/domain/episode-state';
 import type { EpisodeStore } from '../src/store/episode-store';
-import { openTarget, type StoreTarget } from '../test/helpers/reliability';
+import { openTarget, type StoreTarget } from '../testkit/reliability';
 import type { VendorEvent } from './vendors';
 
 export class VendorClock {

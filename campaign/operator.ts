@@ -8,7 +8,7 @@
  * restore, `episodes repair` runs when this build has it. At the end it is also the stuck detector.
  */
 import type { Client } from '@temporalio/client';
-import { runCli } from '../test/helpers/processes';
+import { runCli } from '../testkit/processes';
 import type { History } from './history';
 import type { StoreSnapshot } from './observer';
 import type { CampaignVendors } from './vendors';

@@ -189,8 +189,33 @@ export const planSchema = z.strictObject({
     z.strictObject({ kind: z.enum(['rebackfill', 'reset']), slot: z.string(), afterWave: z.number().int() }),
   ),
   faults: z.array(faultSchema),
+  /** The sizes it was drawn with, for the replay command a reader can type (plans written before: none). */
+  sizes: z
+    .strictObject({
+      weeks: z.number().int(),
+      perWeek: z.number().int(),
+      faults: z.number().int(),
+      without: z.array(z.enum(FAULT_KINDS)),
+    })
+    .optional(),
 });
 export type Plan = z.infer<typeof planSchema>;
+
+/** `npm run campaign` with the seed and sizes that draw this plan again (or its file, for a plan without sizes). */
+export function replayCommand(plan: Plan, file: string, unsafe?: string): string {
+  const s = plan.sizes;
+  const args = s
+    ? [
+        `--store ${plan.store}`,
+        ...(plan.vendor !== 'native' ? [`--vendor ${plan.vendor}`] : []),
+        `--weeks ${s.weeks} --per-week ${s.perWeek} --faults ${s.faults}`,
+        ...(plan.workers !== 3 ? [`--workers ${plan.workers}`] : []),
+        ...(s.without.length > 0 ? [`--without ${s.without.join(',')}`] : []),
+        `--seed ${plan.seed}`,
+      ]
+    : [`--replay ${file}`];
+  return `npm run campaign -- ${[...args, ...(unsafe ? [`--unsafe ${unsafe}`] : [])].join(' ')}`;
+}
 
 export interface PlanOptions {
   seed: number;
@@ -263,6 +288,7 @@ export function generatePlan(o: PlanOptions, now: Date = new Date()): Plan {
     triggers,
     operator,
     faults,
+    sizes: { weeks: o.weeks, perWeek: o.perWeek, faults: o.faults, without: [...(o.without ?? [])] },
   };
 }
 

@@ -12,8 +12,8 @@ import {
   requestReworkUpdate,
   statusQuery,
 } from '../src/workflows/messages';
-import { runCli } from '../test/helpers/processes';
-import type { ReceivedNotice } from '../test/helpers/webhook-receiver';
+import { runCli } from '../testkit/processes';
+import type { ReceivedNotice } from '../testkit/webhook-receiver';
 import type { History } from './history';
 import type { StoreSnapshot } from './observer';
 import type { Plan, PlannedDecision } from './plan';

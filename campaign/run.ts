@@ -6,13 +6,13 @@ import { mkdtempSync, promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { gitFacts } from '../bench/machine';
+import { gitFacts } from '../testkit/machine';
 import { check, type CheckResult } from './check/checker';
 import { campaignTable, exitCode, violationDetails, violations, type ReportHeader } from './check/report';
 import { writeCampaignDocs } from './docs';
 import { Driver } from './driver';
 import { parseOptions, USAGE } from './options';
-import { FAULT_TITLES, generatePlan, planSchema, type Plan } from './plan';
+import { FAULT_TITLES, generatePlan, planSchema, replayCommand, type Plan } from './plan';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
@@ -94,7 +94,8 @@ async function main(): Promise<number> {
     weeks,
     perWeek,
     wallSeconds: (Date.now() - started) / 1000,
-    replay: `npm run campaign -- --replay ${path.join(out, 'plan.json')}${o.unsafe ? ` --unsafe ${o.unsafe}` : ''}`,
+    replay: replayCommand(plan, path.join(out, 'plan.json'), o.unsafe),
+    commit: commitLine(gitFacts(REPO_ROOT)),
     machine: machineLine(loadStart),
     titles: FAULT_TITLES,
   };
@@ -120,6 +121,11 @@ async function main(): Promise<number> {
 
 function reworksOf(decisions: readonly { kind: string }[]): number {
   return decisions.filter((d) => d.kind === 'rework').length;
+}
+
+/** The code a run checked: its commit, and whether the tree had changes on top. */
+function commitLine(git: { commit: string; dirty: boolean }): string {
+  return `${git.commit.slice(0, 7)}${git.dirty ? ' (uncommitted changes)' : ''}`;
 }
 
 function machineLine(loadStart: number[]): string {

@@ -3,12 +3,12 @@
  * database file (a restart keeps its state), the vendor simulator with its billing journal on disk, a review webhook
  * receiver, the store (file, or PostgreSQL primary + standby) and the worker pool.
  */
-import type { UnsafeVariant } from '../test/helpers/unsafe-stores';
+import type { UnsafeVariant } from '../testkit/unsafe-stores';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DevServer } from '../test/helpers/dev-server';
-import { startWebhookReceiver, type ReceivedNotice, type WebhookReceiver } from '../test/helpers/webhook-receiver';
+import { DevServer } from '../testkit/dev-server';
+import { startWebhookReceiver, type ReceivedNotice, type WebhookReceiver } from '../testkit/webhook-receiver';
 import type { Plan } from './plan';
 import { FileStoreHost, PostgresStoreHost, type StoreHost } from './store-host';
 import { CampaignVendors, type VendorEvent } from './vendors';

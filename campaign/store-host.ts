@@ -1,13 +1,13 @@
 /**
  * The store the campaign's workers write to, and the faults that only a store has: the file store in a data dir, or
  * PostgreSQL as a primary with a streaming (asynchronous) standby and a WAL archive for point-in-time recovery. The
- * servers are the tests' (test/helpers/postgres.ts over scripts/postgres-test-server.sh).
+ * servers are the tests' (testkit/postgres.ts over scripts/postgres-test-server.sh).
  */
 import { mkdtempSync, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { PostgresFaultServer } from '../test/helpers/postgres';
-import { targetEnv, type StoreTarget } from '../test/helpers/reliability';
+import { PostgresFaultServer } from '../testkit/postgres';
+import { targetEnv, type StoreTarget } from '../testkit/reliability';
 import { FileLockReader, PostgresLockReader, type LockReader } from './locks';
 import type { StoreKind } from './plan';
 

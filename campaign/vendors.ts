@@ -16,7 +16,7 @@ import { startReplicateSimulator, type ReplicateSimulator, type SimRequest } fro
 import { parseReplicateFaults } from '../src/vendor-sim/replicate-faults';
 import type { RequestLog, VendorSimulator } from '../src/vendor-sim/simulator';
 import { vendorsFromEnv } from '../src/vendors/directory';
-import { startTestVendor } from '../test/helpers/deps';
+import { startTestVendor } from '../testkit/deps';
 
 export const VENDOR_CHOICES = ['native', 'fal', 'replicate', 'mixed'] as const;
 export type VendorChoice = (typeof VENDOR_CHOICES)[number];

@@ -4,10 +4,10 @@
  * wave, `vendor` for the vendor faults that need a worker's death, `main` for the rest), started with a failpoint (`point=kill@n` or `point=stop@n`) so that a fault fires at a
  * logical moment of the protocol.
  */
-import type { UnsafeVariant } from '../test/helpers/unsafe-stores';
+import type { UnsafeVariant } from '../testkit/unsafe-stores';
 import { readFileSync } from 'node:fs';
-import { freePort } from '../test/helpers/dev-server';
-import { startWorkerProcess, type WorkerProcess } from '../test/helpers/reliability';
+import { freePort } from '../testkit/dev-server';
+import { startWorkerProcess, type WorkerProcess } from '../testkit/reliability';
 import type { StoreHost } from './store-host';
 
 export interface WorkerSettings {
@@ -25,7 +25,7 @@ export interface WorkerSettings {
   store: StoreHost;
   /** EPISODES_LOCK_STALE_MS: short, so that a frozen holder's lease runs out within the campaign. */
   lockStaleMs: number;
-  /** A test-only worker variant (test/helpers/unsafe-stores.ts), to show that the checker bites. */
+  /** A test-only worker variant (testkit/unsafe-stores.ts), to show that the checker bites. */
   unsafe?: UnsafeVariant;
 }
 

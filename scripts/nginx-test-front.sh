@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's nginx for the secured-cluster tests (test/helpers/secure-front.ts): they run it themselves, as a
+# Debian's nginx for the secured-cluster tests (testkit/secure-front.ts): they run it themselves, as a
 # foreground process with its own prefix and config in a temp dir, on 127.0.0.1 only. The system service is never used.
 #
 #   scripts/nginx-test-front.sh ensure-installed  find nginx, or install Debian's `nginx` (apt-get)

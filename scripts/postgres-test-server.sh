@@ -7,7 +7,7 @@
 #   scripts/postgres-test-server.sh status            exit 0 if the server answers
 #   scripts/postgres-test-server.sh stop              stop the server and delete its cluster
 #
-# Faults (the cluster and its data stay; the tests' fault harness, test/helpers/postgres.ts, drives these):
+# Faults (the cluster and its data stay; the tests' fault harness, testkit/postgres.ts, drives these):
 #   scripts/postgres-test-server.sh crash             stop at once, as a power cut would (`pg_ctl -m immediate`)
 #   scripts/postgres-test-server.sh shutdown-smart    begin a smart shutdown, do not wait (new sessions: 57P03)
 #   scripts/postgres-test-server.sh resume            start again on the same data and port (crash recovery runs)

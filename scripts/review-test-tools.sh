@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian's ffmpeg (the vendor simulator's playable media, src/vendor-sim/media-render.ts; ffprobe in its tests) and
-# chromium (the review desk's browser tests, test/review/, driven by playwright-core) and prometheus (its promtool
-# checks the worker's /metrics and deploy/prometheus/alerts.yml, test/telemetry/), installed only when missing.
+# chromium (the review desk's browser tests, test/integration/review/, driven by playwright-core) and prometheus (its promtool
+# checks the worker's /metrics and deploy/prometheus/alerts.yml, test/integration/telemetry/), installed only when missing.
 #
 #   scripts/review-test-tools.sh ensure-installed  find ffmpeg, ffprobe, chromium and promtool, or apt-get install them
 #   scripts/review-test-tools.sh chromium          print the chromium binary's path (installing it if missing)

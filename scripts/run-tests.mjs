@@ -10,7 +10,7 @@
 // PATH: files or folders under dist/test (default: dist/test). --jobs: workers (default $EPISODES_TEST_JOBS or 4).
 // --profile: every file's wall time, written to OUT.jsonl, and a table per folder printed at the end;
 // --save-durations then writes those times to test/durations.json (the order of the next runs).
-// --write-docs: after a passing run, the tables the files kept go into the docs (dist/test/docs/write-parts.js); this is
+// --write-docs: after a passing run, the tables the files kept go into the docs (dist/testkit/write-parts.js); this is
 // how `npm run test:faults -- --write-docs` writes the fault tables of docs/reliability.md.
 import { spawnSync } from 'node:child_process';
 import console from 'node:console';
@@ -55,7 +55,7 @@ function testFiles(p, ignore) {
     });
 }
 
-/** Seconds per file (key: path under dist/, e.g. test/store/file-store.test.js), from the last profile. */
+/** Seconds per file (key: path under dist/, e.g. test/integration/store/file-store.test.js), from the last profile. */
 function estimates(files) {
   const durations = path.join(ROOT, 'test', 'durations.json');
   const known = existsSync(durations) ? JSON.parse(readFileSync(durations, 'utf8')) : {};
@@ -82,9 +82,15 @@ function readProfile(out) {
     .map((l) => JSON.parse(l));
 }
 
+/** This run's times over the saved ones; a file that no longer exists is dropped. */
 function saveDurations(rows) {
+  const saved = path.join(ROOT, 'test', 'durations.json');
+  const known = existsSync(saved) ? JSON.parse(readFileSync(saved, 'utf8')) : {};
+  for (const r of rows) known[r.file] = Math.round(r.seconds * 10) / 10;
   const durations = Object.fromEntries(
-    rows.sort((a, b) => a.file.localeCompare(b.file)).map((r) => [r.file, Math.round(r.seconds * 10) / 10]),
+    Object.entries(known)
+      .filter(([file]) => existsSync(path.join(DIST, file)))
+      .sort(([a], [b]) => a.localeCompare(b)),
   );
   writeFileSync(path.join(ROOT, 'test', 'durations.json'), `${JSON.stringify(durations, null, 2)}\n`);
 }
@@ -121,7 +127,7 @@ function startDocTableParts() {
 
 function writeDocTables(dir, status) {
   if (status === 0) {
-    const w = spawnSync(process.execPath, [path.join(DIST, 'test', 'docs', 'write-parts.js'), dir], {
+    const w = spawnSync(process.execPath, [path.join(DIST, 'testkit', 'write-parts.js'), dir], {
       stdio: 'inherit',
     });
     if (w.status !== 0) process.exitCode = 1;
@@ -129,24 +135,53 @@ function writeDocTables(dir, status) {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** Every file of this run must have a time in test/durations.json: a new file would otherwise start whenever. */
+function missingDurations(files) {
+  const durations = path.join(ROOT, 'test', 'durations.json');
+  const known = existsSync(durations) ? JSON.parse(readFileSync(durations, 'utf8')) : {};
+  return files.map((f) => path.relative(DIST, f)).filter((key) => !(key in known));
+}
+
+/** One mocha run over `files`; the unit tier's files run with the guard that refuses sockets and processes. */
+function runMocha(files, jobs, extra, env) {
+  const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
+  const args = jobs > 1 ? ['--parallel', '--jobs', String(jobs)] : [];
+  return spawnSync(process.execPath, [mocha, ...args, ...extra, ...o.mocha, ...files], { stdio: 'inherit', env })
+    .status;
+}
+
 const o = parseArgs(process.argv.slice(2));
 const files = o.paths.flatMap((p) => testFiles(p, o.ignore));
+const missing = missingDurations(files);
+if (missing.length > 0 && !o.saveDurations) {
+  console.error(`run-tests: test/durations.json has no time for ${missing.join(', ')}`);
+  console.error(
+    '  measure them: npm run build && node scripts/run-tests.mjs --profile OUT.jsonl --save-durations PATH...',
+  );
+  process.exit(1);
+}
 const estimate = estimates(files);
 files.sort((a, b) => estimate.get(b) - estimate.get(a));
-const jobs = Math.min(o.jobs, files.length);
-console.log(`run-tests: ${files.length} files, ${jobs} workers, node ${process.version}`);
-const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
+const UNIT = path.join(DIST, 'test', 'unit') + path.sep;
+const unit = files.filter((f) => f.startsWith(UNIT));
+const rest = files.filter((f) => !f.startsWith(UNIT));
+const jobs = Math.min(o.jobs, Math.max(1, rest.length));
+console.log(
+  `run-tests: ${unit.length} unit files, then ${rest.length} files on ${jobs} workers, node ${process.version}`,
+);
 if (o.profile) writeFileSync(o.profile, '');
 const started = Date.now();
 const env = { ...process.env, ...(o.profile ? { EPISODES_FILE_TIMES: o.profile } : {}) };
 if (o.writeDocs) env.EPISODES_DOC_TABLE_PARTS = startDocTableParts();
-const r = spawnSync(process.execPath, [mocha, '--parallel', '--jobs', String(jobs), ...o.mocha, ...files], {
-  stdio: 'inherit',
-  env,
-});
-if (o.writeDocs) writeDocTables(env.EPISODES_DOC_TABLE_PARTS, r.status);
+const guard = ['--require', path.join(DIST, 'testkit', 'unit-guard.js')];
+const statuses = [];
+// Serial: mocha loads a --require in its own process too, and a parallel run forks its workers.
+if (unit.length > 0) statuses.push(runMocha(unit, 1, guard, env));
+if (rest.length > 0) statuses.push(runMocha(rest, jobs, [], env));
+const status = statuses.find((s) => s !== 0) ?? 0;
+if (o.writeDocs) writeDocTables(env.EPISODES_DOC_TABLE_PARTS, status);
 if (o.profile && existsSync(o.profile)) {
   printProfile(readProfile(o.profile), o.profile, (Date.now() - started) / 1000);
-  if (o.saveDurations && r.status === 0) saveDurations(readProfile(o.profile));
+  if (o.saveDurations && status === 0) saveDurations(readProfile(o.profile));
 }
-process.exit(r.status === 0 ? (process.exitCode ?? 0) : (r.status ?? 1));
+process.exit(status === 0 ? (process.exitCode ?? 0) : (status ?? 1));

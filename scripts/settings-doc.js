@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run docs:settings`: writes the settings table (src/settings/table.ts) into docs/configuration.md, between its
-// markers. test/settings/settings.test.ts fails when the doc is behind the table.
+// markers. test/unit/settings/settings.test.ts fails when the doc is behind the table.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm run vendor:conformance -- NAME`: the pay-once fault rows (test/vendors/conformance.ts) against one adapter and
-// its simulator, i.e. the compiled test/vendors/NAME-conformance.test.ts, one file on one worker. See docs/vendors.md.
+// `npm run vendor:conformance -- NAME`: the pay-once fault rows (test/integration/vendors/conformance.ts) against one adapter and
+// its simulator, i.e. the compiled test/integration/vendors/NAME-conformance.test.ts, one file on one worker. See docs/vendors.md.
 import { spawnSync } from 'node:child_process';
 import console from 'node:console';
 import { existsSync, readdirSync } from 'node:fs';
@@ -9,7 +9,7 @@ import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const DIR = path.join(ROOT, 'dist', 'test', 'vendors');
+const DIR = path.join(ROOT, 'dist', 'test', 'integration', 'vendors');
 const SUFFIX = '-conformance.test.js';
 
 const name = process.argv[2] ?? '';

@@ -1,5 +1,5 @@
 /** The checker's table: per fault kind injected / hit in flight / recovered, then each invariant with its count. */
-import { markdownTable } from '../../test/helpers/doc-tables';
+import { markdownTable } from '../../testkit/doc-tables';
 import type { CheckResult, KindCount } from './checker';
 
 export interface ReportHeader {
@@ -11,6 +11,8 @@ export interface ReportHeader {
   perWeek: number;
   wallSeconds: number;
   replay: string;
+  /** The commit it ran on (absent in reports before it). */
+  commit?: string;
   machine: string;
   titles: Record<string, string>;
 }
@@ -34,7 +36,7 @@ export function campaignTable(r: CheckResult, h: ReportHeader): string {
     `${r.counts.episodes} episodes (${r.counts.completed} completed), ${r.counts.charges} charges = ` +
     `${r.counts.ledgerEntries} ledger entries, ledger - billing = ${r.ledgerMinusBillingCents} cents, ` +
     `${r.replayed} histories replayed${accountedGaps(r)}. Store ${h.store}${h.vendor && h.vendor !== 'native' ? `, vendor ${h.vendor}` : ''}, ${h.weeks} weeks x ${h.perWeek}, seed ${h.seed}, ` +
-    `wall ${formatDuration(h.wallSeconds)}; ${h.machine}. Replay: \`${h.replay}\`.`;
+    `wall ${formatDuration(h.wallSeconds)}${h.commit ? `, commit ${h.commit}` : ''}; ${h.machine}. Replay: \`${h.replay}\`.`;
   return [faults, invariants, facts].join('\n\n');
 }
 

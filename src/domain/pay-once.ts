@@ -1,6 +1,6 @@
 /**
  * The pay-once rules: pure functions of (vendor profile, step record, outcome) that the paid step obeys. One table
- * per profile in test/domain/pay-once.test.ts.
+ * per profile in test/unit/domain/pay-once.test.ts.
  */
 import type { EpisodeState, Money, StepRecord } from './episode-state';
 import type { PaidStep } from './paid-step';

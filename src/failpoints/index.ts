@@ -1,7 +1,7 @@
 /**
  * Failpoints: named places at durable steps where tests make a process die, throw or stall.
  * Off unless EPISODES_FAILPOINTS names a point, e.g. `allocation.index-written=kill,submission.accepted=delay:500`, in
- * a process of a test run (EPISODES_TEST_PROCESS, set by test/helpers/setup.ts).
+ * a process of a test run (EPISODES_TEST_PROCESS, set by testkit/setup.ts).
  * When the variable is unset `failpoint()` is a single map lookup on an empty map.
  *
  * Actions: `kill` (SIGKILL this process), `stop` (SIGSTOP: frozen until someone sends SIGCONT), `throw` (a plain Error),

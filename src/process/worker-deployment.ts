@@ -40,7 +40,7 @@ export function workerDeploymentOptions(version: WorkerDeploymentVersion): Worke
   return {
     version,
     useWorkerVersioning: true,
-    // Every workflow type declares its own behaviour (test/workflows/versioning.test.ts); a type that forgot would
+    // Every workflow type declares its own behaviour (test/integration/workflows/versioning.test.ts); a type that forgot would
     // finish on the code that started it rather than meet code it did not start on.
     defaultVersioningBehavior: 'PINNED',
   };

@@ -173,7 +173,7 @@ async function startCallbacks(
   return receiver;
 }
 
-/** Runs the worker until a shutdown signal. Only tests open another store (test/helpers/unsafe-worker.ts). */
+/** Runs the worker until a shutdown signal. Only tests open another store (testkit/unsafe-worker.ts). */
 export async function runWorker(config: PipelineConfig, openWorkerStoreFn = openWorkerStore): Promise<void> {
   refuseFailpointsOutsideTests();
   // First: the Runtime (logger, metrics) must exist before any connection.

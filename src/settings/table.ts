@@ -455,7 +455,7 @@ export const SETTINGS = {
   EPISODES_TEST_PROCESS: {
     group: 'tests',
     meaning:
-      'set to 1 by the test runner (test/helpers/setup.ts) alone: without it EPISODES_FAILPOINTS stops the worker and the desk at start, and no failpoint fires',
+      'set to 1 by the test runner (testkit/setup.ts) alone: without it EPISODES_FAILPOINTS stops the worker and the desk at start, and no failpoint fires',
     schema: z.enum(['1']).optional(),
   },
 } as const satisfies Record<`EPISODES_${string}`, SettingRow>;

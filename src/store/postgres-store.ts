@@ -369,7 +369,7 @@ export class PostgresEpisodeStore implements EpisodeStore {
   }
 
   // ---- internals ----
-  // The allocation's steps are protected, not private: test/helpers/unsafe-stores.ts derives the variants without the
+  // The allocation's steps are protected, not private: testkit/unsafe-stores.ts derives the variants without the
   // lock or with two transactions, the proofs that each matters. No option or variable of this class turns them off.
 
   private notFound(id: EpisodeId): never {

@@ -35,12 +35,12 @@ import {
   requestReworkUpdate,
   statusQuery,
 } from '../../src/workflows/messages';
-import { WORKFLOW_TEST_API_KEY, startTestVendor, testDeps } from '../helpers/deps';
-import { runCli } from '../helpers/processes';
-import { waitForScheduledRuns } from '../helpers/schedules';
-import { createTestEnv, createTestWorker, REPO_ROOT, temporalCliPath, workflowBundle } from '../helpers/temporal';
-import { until } from '../helpers/wait';
-import { startWebhookReceiver } from '../helpers/webhook-receiver';
+import { WORKFLOW_TEST_API_KEY, startTestVendor, testDeps } from '../../testkit/deps';
+import { runCli } from '../../testkit/processes';
+import { waitForScheduledRuns } from '../../testkit/schedules';
+import { createTestEnv, createTestWorker, REPO_ROOT, temporalCliPath, workflowBundle } from '../../testkit/temporal';
+import { until } from '../../testkit/wait';
+import { startWebhookReceiver } from '../../testkit/webhook-receiver';
 
 export const HISTORIES_DIR = path.join(REPO_ROOT, 'test', 'histories');
 /** A later recording's name (`HISTORIES_SET`, lower-case words), or undefined for the first one. */

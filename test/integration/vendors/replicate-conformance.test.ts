@@ -1,0 +1,27 @@
+/** The pay-once rows (conformance.ts) for the Replicate adapter at the Replicate simulator (docs/vendors.md). */
+import type { ReplicateFaults } from '../../../src/vendor-sim/replicate';
+import { replicateVendors, startTestReplicate } from '../../../testkit/replicate';
+import { describeConformance } from './conformance';
+
+describeConformance('replicate', async () => {
+  const sim = await startTestReplicate();
+  let faults: ReplicateFaults = {};
+  const add = (more: ReplicateFaults) => sim.setFaults((faults = { ...faults, ...more }));
+  return {
+    vendors: replicateVendors(sim),
+    // No lookupMisses: the docs call the list "all predictions created" (the profile's lookupSeesEveryJob), and the
+    // simulator's `vanished` mode, the undocumented worst case, is left to the campaign.
+    faults: {
+      dropReply: () => add({ acceptThenDrop: { count: 1 } }),
+      gateway5xxAfterAccept: () => add({ fail5xx: { count: 1, created: true } }),
+      meteredDrift: () => add({ meteredDrift: { count: 1, factor: 1.5 } }),
+      expireOutput: () => add({ expireOutputs: { count: 1 } }),
+      failJob: () => add({ failPredictions: { count: 1 } }),
+    },
+    sent: () => sim.creates(),
+    journal: () =>
+      sim.journal().map((c) => ({ job: c.id, ref: c.correlation, amount_cents: c.amount_cents, currency: c.currency })),
+    jobOf: (remoteJobId) => remoteJobId,
+    close: () => sim.close(),
+  };
+});

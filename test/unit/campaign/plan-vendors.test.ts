@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import {
+  FAULT_KINDS,
+  generatePlan,
+  planSchema,
+  targetsOf,
+  VENDOR_FAULT_ADAPTERS,
+  type FaultKind,
+} from '../../../campaign/plan';
+import { adaptersOf, assignmentOf, VENDOR_CHOICES } from '../../../campaign/vendors';
+
+const plan = (vendor: (typeof VENDOR_CHOICES)[number]) =>
+  generatePlan({ seed: 5, store: 'file', vendor, weeks: 8, perWeek: 2, faults: 100, workers: 3 });
+
+describe('campaign plan per vendor', () => {
+  it('mixed puts every adapter on some kind; the single choices put every kind on theirs', () => {
+    assert.deepEqual(adaptersOf('mixed'), ['native', 'fal', 'replicate']);
+    assert.deepEqual(assignmentOf('mixed'), { video: 'fal', cover: 'native', rework: 'replicate', assembly: 'fal' });
+    for (const v of ['native', 'fal', 'replicate'] as const) assert.deepEqual(adaptersOf(v), [v]);
+  });
+
+  it('a vendor fault is planned only for an adapter whose simulator can show it, and names that adapter', () => {
+    for (const vendor of VENDOR_CHOICES) {
+      const p = plan(vendor);
+      const adapters = adaptersOf(vendor);
+      for (const f of p.faults) {
+        const can = VENDOR_FAULT_ADAPTERS[f.kind];
+        if (!can) continue;
+        const target = f.target ?? 'native';
+        assert.ok(adapters.includes(target) && can.includes(target), `${vendor}: ${f.id} on ${target}`);
+        if (f.keysIgnored) assert.equal(target, 'native', `${f.id}: only the native vendor has keys to ignore`);
+      }
+      const planned = new Set(p.faults.map((f) => f.kind));
+      for (const kind of FAULT_KINDS.filter((k) => !k.startsWith('pg-') && k !== 'store-restore')) {
+        const applies = targetsOf(kind, vendor)?.length !== 0;
+        assert.equal(planned.has(kind), applies, `${vendor}: ${kind} planned = applies`);
+      }
+    }
+  });
+
+  it('native plans are those before --vendor: no target, none of the kinds the native vendor cannot show', () => {
+    const p = plan('native');
+    assert.equal(p.vendor, 'native');
+    assert.ok(p.faults.every((f) => f.target === undefined));
+    const nativeCannot: FaultKind[] = ['vendor-gateway-5xx', 'vendor-expired', 'vendor-metered', 'webhook-twice'];
+    assert.ok(p.faults.every((f) => !nativeCannot.includes(f.kind)));
+    const { vendor: _vendor, ...before } = p;
+    assert.equal(planSchema.parse(before).vendor, 'native', 'a plan.json written before --vendor replays on native');
+  });
+
+  it('fal plans no completion reported twice to a poll (its duplicate is the webhook); replicate no slow job', () => {
+    assert.ok(!plan('fal').faults.some((f) => f.kind === 'vendor-repeat'));
+    assert.ok(!plan('replicate').faults.some((f) => f.kind === 'vendor-repeat' || f.kind === 'vendor-slow'));
+    assert.ok(plan('mixed').faults.some((f) => f.kind === 'vendor-repeat' && f.target === 'native'));
+  });
+});
