@@ -3,11 +3,16 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
+import { allocateEpisodeOn } from '../../../src/activities/allocation';
+import { EXIT_USAGE, exitCodeFor } from '../../../src/cli';
+import { verifyReportLines, verifySourceFor } from '../../../src/cli/verify-commands';
+import { parseEpisodeId } from '../../../src/domain/episode-id';
 import { episodeStateSchema, historyEntrySchema } from '../../../src/domain/episode-state';
 import { migrateLegacyStore } from '../../../src/legacy-migration/migrate';
-import { FileEpisodeStore, weekIndexSchema } from '../../../src/store/file-store';
+import { cliAllocatedBy, FileEpisodeStore, weekIndexSchema } from '../../../src/store/file-store';
+import { openStore } from '../../../src/store/open-store';
 import { ProblemCode, type Problem } from '../../../src/domain/problem';
-import type { VerifyReport } from '../../../src/verify/verify-store';
+import { verifyStore, type VerifyReport } from '../../../src/verify/verify-store';
 import { collect } from '../../../testkit/processes';
 import { legacyDirPerTest, runCli, runCliJson, snapshotTree, tempDir } from '../../../testkit/legacy-harness';
 
@@ -23,16 +28,37 @@ async function edit<S extends z.ZodType>(file: string, schema: S, change: (value
   await fs.writeFile(file, JSON.stringify(value, null, 2));
 }
 
-/** A migrated store with two more episodes allocated the normal way (keyed, so key files exist too). */
+/**
+ * In process, what `episodes --data-dir <dir> verify [ids...]` runs: the same store, source and verifyStore. Its
+ * exit code is the report's `ok` (0 when true, 1 when false) or, for bad usage, exitCodeFor of what it throws.
+ */
+async function verify(dataDir: string, ids: string[] = []): Promise<VerifyReport> {
+  const episodeIds = ids.map((raw) => parseEpisodeId(raw).episodeId);
+  const store = openStore({ dataDir });
+  try {
+    return await verifyStore(verifySourceFor(store, dataDir), { episodeIds });
+  } finally {
+    await store.close();
+  }
+}
+
+/** The text form's lines, as the CLI test splits its stdout. */
+const textLines = (report: VerifyReport) => verifyReportLines(report).join('\n').trim().split('\n');
+
+/** A migrated store with two more episodes allocated the normal way, as `episodes plan` does (keyed, so key files exist too). */
 async function migratedStore(dataDir: string): Promise<void> {
   const report = await migrateLegacyStore(new FileEpisodeStore(dataDir));
   assert.equal(report.status, 'migrated');
-  for (const [key, week] of [
-    ['weekly-media-2026-08-03', '2026-W32'],
-    ['weekly-media-2026-07-27-extra', '2026-W31'],
-  ]) {
-    const run = await runCli(['--data-dir', dataDir, 'plan', '--key', key!, '--week', week!]);
-    assert.equal(run.code, 0, run.stderr);
+  const store = openStore({ dataDir });
+  try {
+    for (const [key, week] of [
+      ['weekly-media-2026-08-03', '2026-W32'],
+      ['weekly-media-2026-07-27-extra', '2026-W31'],
+    ]) {
+      await allocateEpisodeOn(store, { allocationKey: key!, weekId: week! }, cliAllocatedBy());
+    }
+  } finally {
+    await store.close();
   }
 }
 
@@ -49,28 +75,46 @@ describe('episodes verify', () => {
     };
   };
 
-  it('is clean on a migrated store with newly allocated episodes, and says so in one line', async () => {
+  // The one case that runs the real CLI (a child process each run): its wiring of options, output and exit codes.
+  // The other cases call what it calls, in process.
+  it('as the CLI: exit 0 and one line when clean, the report as --json and exit 1 on a problem, exit 2 on bad usage, no trace', async () => {
     await migratedStore(given.dataDir);
+    await fs.truncate(paths().media('2026-W31-0', 'media/cover.jpg'), 10);
+    const before = await snapshotTree(given.dataDir, { mtimes: true });
+    const clean = await runCli(['--data-dir', given.dataDir, 'verify', '2026-W30-0']);
+    assert.equal(clean.code, 0, clean.stdout + clean.stderr);
+    assert.equal(clean.stdout.trim().split('\n').length, 1);
     const json = await runCliJson<VerifyReport>(['--data-dir', given.dataDir, 'verify']);
-    assert.equal(json.code, 0, json.stdout);
-    assert.deepEqual(json.json.problems, []);
-    assert.equal(json.json.episodes_checked, 4);
+    assert.equal(json.code, 1, json.stderr);
+    assert.deepEqual(json.json, await verify(given.dataDir));
     const text = await runCli(['--data-dir', given.dataDir, 'verify']);
-    assert.equal(text.code, 0);
-    assert.equal(text.stdout.trim().split('\n').length, 1);
+    assert.equal(text.code, 1, text.stderr);
+    assert.deepEqual(text.stdout.trim().split('\n'), textLines(json.json));
+    const usage = await runCli(['--data-dir', given.dataDir, 'verify', '--fix']);
+    assert.equal(usage.code, 2, usage.stderr);
+    assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before);
   });
 
-  it('leaves no trace: content, modes and mtimes identical after every form of the command', async () => {
+  it('is clean on a migrated store with newly allocated episodes, and says so in one line', async () => {
+    await migratedStore(given.dataDir);
+    const report = await verify(given.dataDir);
+    assert.equal(report.ok, true, JSON.stringify(report.problems, null, 2));
+    assert.deepEqual(report.problems, []);
+    assert.equal(report.episodes_checked, 4);
+    assert.equal(textLines(report).length, 1);
+  });
+
+  it('leaves no trace: content, modes and mtimes identical after checking all episodes and given ones', async () => {
     await migratedStore(given.dataDir);
     await fs.truncate(paths().media('2026-W31-0', 'media/cover.jpg'), 10); // so that it also runs into a problem
     const before = await snapshotTree(given.dataDir, { mtimes: true });
-    for (const args of [['verify'], ['verify', '--json'], ['verify', '2026-W30-0', '2026-W31-0']]) {
-      const run = await runCli(['--data-dir', given.dataDir, ...args]);
-      assert.equal(run.code, 1, run.stderr);
-      assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before, args.join(' '));
+    for (const ids of [[], ['2026-W30-0', '2026-W31-0']]) {
+      assert.equal((await verify(given.dataDir, ids)).ok, false, ids.join(' '));
+      assert.deepEqual(await snapshotTree(given.dataDir, { mtimes: true }), before, ids.join(' '));
     }
   });
 
+  // Spawns the CLI: as root, only another user's process (NOBODY) meets the permissions; root in process ignores them.
   it('works on a read-only copy (owned by another user, no write permission anywhere)', async function () {
     await migratedStore(given.dataDir);
     const parent = await tempDir('verify-ro-');
@@ -238,11 +282,10 @@ describe('episodes verify', () => {
       it(c.title, async () => {
         await migratedStore(given.dataDir);
         const file = await c.damage(paths());
-        const run = await runCliJson<VerifyReport>(['--data-dir', given.dataDir, 'verify']);
-        assert.equal(run.code, 1, run.stderr);
-        assert.ok(has(run.json.problems, c.code, file), JSON.stringify(run.json.problems, null, 2));
-        const text = await runCli(['--data-dir', given.dataDir, 'verify']);
-        assert.equal(text.stdout.trim().split('\n').length, run.json.problems.length, 'one line per problem');
+        const report = await verify(given.dataDir);
+        assert.equal(report.ok, false);
+        assert.ok(has(report.problems, c.code, file), JSON.stringify(report.problems, null, 2));
+        assert.equal(textLines(report).length, report.problems.length, 'one line per problem');
       });
     }
   });
@@ -250,29 +293,33 @@ describe('episodes verify', () => {
   it('checks only the given episodes, and reports an unknown one', async () => {
     await migratedStore(given.dataDir);
     await fs.truncate(paths().media('2026-W31-0', 'media/final.mp4'), 5);
-    assert.equal((await runCli(['--data-dir', given.dataDir, 'verify', '2026-W30-0'])).code, 0);
-    const bad = await runCliJson<VerifyReport>(['--data-dir', given.dataDir, 'verify', '2026-W31-0']);
-    assert.equal(bad.code, 1);
-    assert.ok(bad.json.problems.every((p) => p.episode_id === '2026-W31-0'));
-    const unknown = await runCliJson<VerifyReport>(['--data-dir', given.dataDir, 'verify', '2026-W40-3']);
-    assert.equal(unknown.code, 1);
-    assert.ok(has(unknown.json.problems, ProblemCode.EpisodeNotFound));
+    assert.equal((await verify(given.dataDir, ['2026-W30-0'])).ok, true);
+    const bad = await verify(given.dataDir, ['2026-W31-0']);
+    assert.equal(bad.ok, false);
+    assert.ok(bad.problems.every((p) => p.episode_id === '2026-W31-0'));
+    const unknown = await verify(given.dataDir, ['2026-W40-3']);
+    assert.equal(unknown.ok, false);
+    assert.ok(has(unknown.problems, ProblemCode.EpisodeNotFound));
   });
 
   it('reports legacy data still waiting for migrate', async () => {
-    const run = await runCliJson<VerifyReport>(['--data-dir', given.dataDir, 'verify']);
-    assert.equal(run.code, 1);
-    assert.ok(has(run.json.problems, ProblemCode.LegacyUnmigrated, path.join(given.dataDir, 'history.json')));
-    assert.ok(has(run.json.problems, ProblemCode.LegacyUnmigrated, path.join(given.dataDir, 'episodes', '2026-W30')));
+    const report = await verify(given.dataDir);
+    assert.equal(report.ok, false);
+    assert.ok(has(report.problems, ProblemCode.LegacyUnmigrated, path.join(given.dataDir, 'history.json')));
+    assert.ok(has(report.problems, ProblemCode.LegacyUnmigrated, path.join(given.dataDir, 'episodes', '2026-W30')));
   });
 
-  it('exits 2 on bad usage: an invalid id, an unknown option, a data dir that does not exist', async () => {
-    for (const args of [
-      ['--data-dir', given.dataDir, 'verify', '2026-W30'],
-      ['--data-dir', given.dataDir, 'verify', '--fix'],
-      ['--data-dir', path.join(given.dataDir, 'nope'), 'verify'],
-    ]) {
-      assert.equal((await runCli(args)).code, 2, args.join(' '));
+  // An unknown option (`verify --fix`) is the parser's alone: the CLI case runs it.
+  it('exits 2 on bad usage: an invalid id, a data dir that does not exist', async () => {
+    for (const [dataDir, ids] of [
+      [given.dataDir, ['2026-W30']],
+      [path.join(given.dataDir, 'nope'), []],
+    ] as const) {
+      await assert.rejects(
+        verify(dataDir, [...ids]),
+        (e) => exitCodeFor(e) === EXIT_USAGE,
+        `${dataDir} ${ids.join(' ')}`,
+      );
     }
   });
 });
