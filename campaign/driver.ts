@@ -24,6 +24,8 @@ import { Reviewer } from './reviewer';
 import { Stack } from './stack';
 
 const execFileAsync = promisify(execFile);
+/** A step parked this long lets its wave go on: the operator settles it, at the latest while the campaign settles. */
+const PARKED_WAVE_MS = 30_000;
 
 export interface DriverOptions {
   plan: Plan;
@@ -164,8 +166,8 @@ export class Driver {
       TEMPORAL_ADDRESS: this.stack.server.address,
       TEMPORAL_NAMESPACE: 'default',
       EPISODES_TASK_QUEUE: this.stack.taskQueue,
-      VENDOR_BASE_URL: this.stack.vendors.nativeUrl(),
-      VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
+      EPISODES_VENDOR_BASE_URL: this.stack.vendors.nativeUrl(),
+      EPISODES_VENDOR_API_KEY: WORKFLOW_TEST_API_KEY,
       ...this.stack.vendors.env(),
     };
   }
@@ -312,13 +314,17 @@ export class Driver {
     }
   }
 
-  /** The next wave starts once this one's episodes have all reached review (or after 4 minutes). */
+  /**
+   * The next wave starts once this one's episodes have all reached review, or wait parked for the operator (who may
+   * need the settle phase: a job the vendor lost is found again only then), or after 4 minutes.
+   */
   private async pace(w: number): Promise<void> {
     const keys = this.o.plan.slots.filter((s) => s.wave === w).map((s) => s.key);
     const deadline = Date.now() + 240_000;
+    const waited = (id: string) => this.snapshot.reachedReview.has(id) || this.snapshot.parkedFor(id) > PARKED_WAVE_MS;
     while (Date.now() < deadline) {
       const ids = keys.map((k) => this.snapshot.byKey(k)?.episode_id);
-      if (ids.every((id) => id !== undefined && this.snapshot.reachedReview.has(id))) return;
+      if (ids.every((id) => id !== undefined && waited(id))) return;
       await sleep(1_000);
     }
   }

@@ -55,6 +55,8 @@ export class StoreSnapshot {
   episodes: EpisodeState[] = [];
   /** Episodes ever seen waiting for a decision or completed (the wave pacing's "video and cover done"). */
   readonly reachedReview = new Set<string>();
+  /** Episodes with a step parked for the operator, and since when (cleared once none is). */
+  private readonly parkedAt = new Map<string, number>();
   private store: EpisodeStore | undefined;
   private storeKey = '';
   private timer: NodeJS.Timeout | undefined;
@@ -82,6 +84,9 @@ export class StoreSnapshot {
       this.episodes = await this.store!.listEpisodes();
       for (const e of this.episodes) {
         if (e.status === 'awaiting_approval' || e.status === 'completed') this.reachedReview.add(e.episode_id);
+        const parked = Object.values(e.steps).some((s) => s.status === 'needs_reconciliation');
+        if (!parked) this.parkedAt.delete(e.episode_id);
+        else if (!this.parkedAt.has(e.episode_id)) this.parkedAt.set(e.episode_id, Date.now());
       }
     } catch {
       // A restore or a restart under way: keep the last good read.
@@ -90,6 +95,12 @@ export class StoreSnapshot {
 
   byKey(key: string): EpisodeState | undefined {
     return this.episodes.find((e) => e.allocation_key === key);
+  }
+
+  /** How long the episode has had a step parked for the operator (0 when none is). */
+  parkedFor(episodeId: string): number {
+    const at = this.parkedAt.get(episodeId);
+    return at === undefined ? 0 : Date.now() - at;
   }
 
   unfinished(): string[] {

@@ -84,7 +84,8 @@ export class Operator {
   }
 
   private async reconcile(p: ParkedStep): Promise<void> {
-    if (/no longer knows job/.test(p.reason)) this.env.findLostJobs();
+    // A lost job parks as "no longer knows job" (native poll 404) or, found billed by the lookup, "cannot find its job".
+    if (/no longer knows job|cannot find its job/.test(p.reason)) this.env.findLostJobs();
     if (/no longer serves the output/.test(p.reason)) this.env.serveExpired();
     let jobs: string[];
     try {
@@ -106,6 +107,9 @@ export class Operator {
       if (out.code !== 0) throw new Error(`exit ${out.code}: ${out.stderr.trim()}`);
     });
     if (r.ok) this.parked.get(`${p.episodeId}:${p.step}`)!.settled = true;
+    // The job its billing names, unknown to its API: the vendor lost it, whatever the parked reason said. Ask the
+    // vendor (its support, in real life) to find it again; the next tick settles the step with it.
+    else if (/getJob: HTTP 404/.test(r.error)) this.env.findLostJobs();
   }
 
   /** Productions that failed (their episode not completed): `episodes generate`, at most 3 times each. */
