@@ -3,8 +3,8 @@
  * PROCESS is SIGKILLed exactly there; a fresh worker then finishes the run, and the invariants must hold (one episode
  * for the key, billing = ledger, one charge per step and round, `episodes verify` clean, no leftover lock), on both
  * stores: the file store, and PostgreSQL (whose killed worker's connections die with it, mid-transaction).
- * `npm test` runs every file-store row and a representative PostgreSQL subset; EPISODES_FAULTS=full (`npm run
- * test:faults`) runs every PostgreSQL row too.
+ * `npm test` runs one row per store for each protocol point (PROTOCOL); EPISODES_FAULTS=full (`npm run
+ * test:faults`) runs every point on both stores.
  * Migration failpoints are not on this path; test/integration/legacy-migration/crash.test.ts kills `episodes migrate-legacy` at each of them.
  */
 import assert from 'node:assert/strict';
@@ -60,17 +60,25 @@ const POSTGRES_POINTS: Point[] = POINTS.filter(
     !['allocation.key-written', 'allocation.index-written', 'episode.lock-taken'].includes(p) &&
     !p.startsWith('fs.write'),
 );
-/** In `npm test`: inside the allocation transaction, and the submission steps either side of the vendor's accept. */
-const POSTGRES_SUBSET: Point[] = [
+/**
+ * In `npm test`, one row per store for each point of the protocol: the allocation's decision and commit, the
+ * submission's intent, the vendor's accept, the saved reference and the ledger, and the completion either side of
+ * its history. The repeats (`@n`), the torn writes and the download run in `npm run test:faults`.
+ */
+const PROTOCOL: Point[] = [
   'allocation.decided',
+  'allocation.state-written',
   'submission.intent-saved',
+  'submission.accepted',
   'submission.reference-saved',
+  'submission.ledger-written',
+  'completion.state-written',
   'completion.before-history',
 ];
 const FULL = process.env.EPISODES_FAULTS === 'full';
 const ROWS: Record<StoreKind, string[]> = {
-  file: POINTS,
-  postgres: FULL ? POSTGRES_POINTS : POSTGRES_SUBSET,
+  file: FULL ? POINTS : PROTOCOL,
+  postgres: FULL ? POSTGRES_POINTS : PROTOCOL,
 };
 /** Weeks per store, so that episode and workflow IDs never collide on the shared dev server. */
 const FIRST_WEEK: Record<StoreKind, number> = { file: 10, postgres: 30 };
