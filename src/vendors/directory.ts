@@ -12,7 +12,8 @@ import { vendorEndpointFromEnv, type VendorEndpoint } from '../vendor-api/endpoi
 import { NATIVE_PROFILE, nativeAdapter } from './native';
 import type { VendorProfile } from '../domain/vendor-profile';
 import { falProfile } from './fal';
-import { falEndpointFromEnv, falOpener } from './fal-opener';
+import { falOpener } from './fal-opener';
+import { meteredMaxCentsFromEnv } from './metered-max';
 import type { VendorAdapter, VendorLogger, Vendors } from './port';
 import { replicateOpener, replicateProfile } from './replicate';
 
@@ -91,8 +92,8 @@ export function vendorsFromEnv(env: NodeJS.ProcessEnv = process.env, warn?: (mes
   }
   const profiles: Record<string, VendorProfile> = {
     native: NATIVE_PROFILE,
-    fal: falProfile(falEndpointFromEnv(env).maxCents),
-    replicate: replicateProfile(falEndpointFromEnv(env).maxCents),
+    fal: falProfile(meteredMaxCentsFromEnv(env)),
+    replicate: replicateProfile(meteredMaxCentsFromEnv(env)),
   };
   return vendorDirectory(openers, (step) => byStep[step], profiles);
 }

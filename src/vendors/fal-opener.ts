@@ -2,6 +2,7 @@
 import { ErrorType, PipelineError } from '../domain/errors';
 import type { PaidStep } from '../domain/paid-step';
 import { readSettings } from '../settings/read';
+import { meteredMaxCentsFromEnv } from './metered-max';
 import { envCredentialsLoader, type CredentialsLoader } from '../vendor-api/credentials';
 import { falAdapter } from './fal';
 import type { VendorAdapter, VendorLogger } from './port';
@@ -19,16 +20,7 @@ export interface FalEndpoint {
 
 export function falEndpointFromEnv(env: NodeJS.ProcessEnv = process.env): FalEndpoint {
   const s = readSettings(
-    [
-      'EPISODES_FAL_QUEUE_URL',
-      'EPISODES_FAL_API_URL',
-      'EPISODES_FAL_JWKS_URL',
-      'EPISODES_VENDOR_TIMEOUT_MS',
-      'EPISODES_VENDOR_VIDEO_MAX_CENTS',
-      'EPISODES_VENDOR_COVER_MAX_CENTS',
-      'EPISODES_VENDOR_REWORK_MAX_CENTS',
-      'EPISODES_VENDOR_ASSEMBLY_MAX_CENTS',
-    ],
+    ['EPISODES_FAL_QUEUE_URL', 'EPISODES_FAL_API_URL', 'EPISODES_FAL_JWKS_URL', 'EPISODES_VENDOR_TIMEOUT_MS'],
     env,
   );
   return {
@@ -36,12 +28,7 @@ export function falEndpointFromEnv(env: NodeJS.ProcessEnv = process.env): FalEnd
     apiUrl: s.EPISODES_FAL_API_URL,
     jwksUrl: s.EPISODES_FAL_JWKS_URL,
     timeoutMs: s.EPISODES_VENDOR_TIMEOUT_MS,
-    maxCents: {
-      video: s.EPISODES_VENDOR_VIDEO_MAX_CENTS,
-      cover: s.EPISODES_VENDOR_COVER_MAX_CENTS,
-      rework: s.EPISODES_VENDOR_REWORK_MAX_CENTS,
-      assembly: s.EPISODES_VENDOR_ASSEMBLY_MAX_CENTS,
-    },
+    maxCents: meteredMaxCentsFromEnv(env),
   };
 }
 

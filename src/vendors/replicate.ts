@@ -9,6 +9,7 @@ import { meteredCents } from '../domain/metered-cost';
 import { PAID_STEPS, type PaidStep } from '../domain/paid-step';
 import type { VendorProfile } from '../domain/vendor-profile';
 import { readSettings } from '../settings/read';
+import { meteredMaxCentsFromEnv } from './metered-max';
 import { envCredentialsLoader } from '../vendor-api/credentials';
 import { parseVendorBaseUrl } from '../vendor-api/endpoint';
 import {
@@ -308,15 +309,7 @@ export function replicateOpener(
       );
     }
     const s = readSettings(
-      [
-        'EPISODES_REPLICATE_URL',
-        'EPISODES_REPLICATE_USD_PER_SECOND',
-        'EPISODES_VENDOR_TIMEOUT_MS',
-        'EPISODES_VENDOR_VIDEO_MAX_CENTS',
-        'EPISODES_VENDOR_COVER_MAX_CENTS',
-        'EPISODES_VENDOR_REWORK_MAX_CENTS',
-        'EPISODES_VENDOR_ASSEMBLY_MAX_CENTS',
-      ],
+      ['EPISODES_REPLICATE_URL', 'EPISODES_REPLICATE_USD_PER_SECOND', 'EPISODES_VENDOR_TIMEOUT_MS'],
       env,
     );
     return replicateAdapter({
@@ -324,12 +317,7 @@ export function replicateOpener(
       token: await credentials.load(),
       model,
       usdPerSecond: s.EPISODES_REPLICATE_USD_PER_SECOND,
-      maxCents: {
-        video: s.EPISODES_VENDOR_VIDEO_MAX_CENTS,
-        cover: s.EPISODES_VENDOR_COVER_MAX_CENTS,
-        rework: s.EPISODES_VENDOR_REWORK_MAX_CENTS,
-        assembly: s.EPISODES_VENDOR_ASSEMBLY_MAX_CENTS,
-      },
+      maxCents: meteredMaxCentsFromEnv(env),
       timeoutMs: s.EPISODES_VENDOR_TIMEOUT_MS,
       logger,
       secret,
