@@ -31,6 +31,7 @@ import type { CredentialsLoader } from './credentials';
 import { DEFAULT_VENDOR_TIMEOUT_MS, parseVendorBaseUrl } from './endpoint';
 import { exchange, ExchangeFailure, type ExchangeResponse } from './http-exchange';
 import { VendorError, type VendorOperation } from './vendor-error';
+import { vendorMessageLine } from './message';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 export const DEFAULT_MAX_ARTIFACT_BYTES = 256 * 1024 * 1024;
@@ -72,8 +73,6 @@ export interface Artifact {
   sha256: string;
   contentType: string;
 }
-
-const MAX_VENDOR_MESSAGE_CHARS = 200;
 
 interface VendorRequest {
   method?: 'GET' | 'POST';
@@ -368,9 +367,7 @@ export class VendorClient {
     }
     const parsed = errorBodySchema.safeParse(json);
     if (!parsed.success) return null;
-    const message = redact(parsed.data.error.message, this.#apiKey)
-      .replace(/[^\x20-\x7e]+/g, ' ')
-      .slice(0, MAX_VENDOR_MESSAGE_CHARS);
+    const message = vendorMessageLine(parsed.data.error.message, this.#apiKey);
     return { code: parsed.data.error.code, message };
   }
 
@@ -407,10 +404,6 @@ export async function createVendorClient(
   options: Omit<VendorClientOptions, 'apiKey'>,
 ): Promise<VendorClient> {
   return new VendorClient({ ...options, apiKey: await loader.load() });
-}
-
-function redact(text: string, secret: string): string {
-  return text.split(secret).join('[REDACTED]');
 }
 
 function requireIdempotencyKey(key: string): void {

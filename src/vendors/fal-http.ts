@@ -11,10 +11,10 @@ import { firstIssue } from '../domain/zod-issue';
 import { exchange, ExchangeFailure, type ExchangeResponse } from '../vendor-api/http-exchange';
 import { VendorError, type VendorOperation } from '../vendor-api/vendor-error';
 import type { VendorLogger } from './port';
+import { vendorMessageLine } from '../vendor-api/message';
 
 /** Answered by fal's gateway before anything is queued (docs/vendors.md): the submission created nothing. */
 const REFUSED_BEFORE_QUEUEING = new Set([400, 401, 403, 404, 405, 413, 415, 422, 429]);
-const MAX_VENDOR_MESSAGE_CHARS = 200;
 
 export interface FalRequest {
   url: URL;
@@ -159,11 +159,7 @@ export class FalHttp {
     const detail = (json as { detail?: unknown } | null)?.detail;
     const first: unknown = Array.isArray(detail) ? (detail[0] as { msg?: unknown } | undefined)?.msg : detail;
     if (typeof first !== 'string') return '';
-    return first
-      .split(this.#apiKey)
-      .join('[REDACTED]')
-      .replace(/[^\x20-\x7e]+/g, ' ')
-      .slice(0, MAX_VENDOR_MESSAGE_CHARS);
+    return vendorMessageLine(first, this.#apiKey);
   }
 }
 

@@ -11,9 +11,9 @@ import { exchange, ExchangeFailure, type ExchangeResponse } from '../vendor-api/
 import { problemSchema } from '../vendor-api/replicate-api';
 import { VendorError, type VendorOperation } from '../vendor-api/vendor-error';
 import type { VendorLogger } from './port';
+import { vendorMessageLine } from '../vendor-api/message';
 
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
-const MAX_DETAIL_CHARS = 200;
 
 /**
  * Statuses of a create that certainly created nothing (https://replicate.com/docs/reference/http): bad request,
@@ -109,11 +109,7 @@ export class ReplicateHttp {
     const problem = problemSchema.safeParse(json);
     if (!problem.success) return '';
     const text = [problem.data.title, problem.data.detail].filter(Boolean).join(': ');
-    return text
-      .split(this.#token)
-      .join('[REDACTED]')
-      .replace(/[^\x20-\x7e]+/g, ' ')
-      .slice(0, MAX_DETAIL_CHARS);
+    return vendorMessageLine(text, this.#token);
   }
 }
 
