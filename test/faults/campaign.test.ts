@@ -3,7 +3,7 @@
  * under overlapping faults, every invariant holding (a kind injected 3 times that never hit is one) and every hit
  * recovered. Each run draws a new seed and adapter (EPISODES_CAMPAIGN_SEED replays one) and prints them with the
  * replay command; a failing run keeps its plan, history and report under $EPISODES_CI_OUT (.ci/run: .ci-out/), or in a temp folder.
- * `npm run test:faults` runs the larger size.
+ * `npm run test:faults` runs each store with each adapter (native, fal, replicate, mixed).
  */
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
@@ -14,10 +14,14 @@ import { STORE_KINDS } from '../../campaign/plan';
 import { VENDOR_CHOICES } from '../../campaign/vendors';
 import { runNode } from '../../testkit/processes';
 
-const FULL = process.env.EPISODES_FAULTS === 'full';
-const SIZE = FULL
-  ? ['--weeks', '8', '--per-week', '2', '--faults', '15']
-  : ['--weeks', '3', '--per-week', '2', '--faults', '12'];
+const SIZE = ['--weeks', '3', '--per-week', '2', '--faults', '12'];
+type Store = (typeof STORE_KINDS)[number];
+type Vendor = (typeof VENDOR_CHOICES)[number];
+/** `npm test`: each store once, its adapter drawn with the seed. `npm run test:faults`: each store with each adapter. */
+const RUNS: { store: Store; vendor?: Vendor }[] =
+  process.env.EPISODES_FAULTS === 'full'
+    ? STORE_KINDS.flatMap((store) => VENDOR_CHOICES.map((vendor) => ({ store, vendor })))
+    : STORE_KINDS.map((store) => ({ store }));
 
 interface Report {
   seed: number;
@@ -29,12 +33,12 @@ interface Report {
   ledgerMinusBillingCents: number;
 }
 
-/** This run's seed and adapter for a store: drawn anew, or the one EPISODES_CAMPAIGN_SEED names. */
-function draw(store: (typeof STORE_KINDS)[number]): { seed: number; vendor: string } {
+/** This run's seed, drawn anew or the one EPISODES_CAMPAIGN_SEED names, and its adapter (when not given). */
+function draw(store: Store, vendor?: Vendor): { seed: number; vendor: Vendor } {
   const given = process.env.EPISODES_CAMPAIGN_SEED;
   const seed = given ? Number(given) : randomInt(1, 2 ** 31 - 1);
   assert.ok(Number.isInteger(seed) && seed > 0, `EPISODES_CAMPAIGN_SEED is a positive integer: ${given}`);
-  return { seed, vendor: VENDOR_CHOICES[(seed + STORE_KINDS.indexOf(store)) % VENDOR_CHOICES.length]! };
+  return { seed, vendor: vendor ?? VENDOR_CHOICES[(seed + STORE_KINDS.indexOf(store)) % VENDOR_CHOICES.length]! };
 }
 
 /** Where a run keeps its files: removed when it passes, kept (and named) when it fails. */
@@ -49,9 +53,10 @@ function outDir(store: string, seed: number): string {
 describe(`campaign smoke on each store (${SIZE.join(' ')})`, function () {
   this.timeout(25 * 60_000);
 
-  for (const store of STORE_KINDS) {
-    it(`${store} store: exit 0, no violation, every planned kind counted, every hit recovered`, async function () {
-      const { seed, vendor } = draw(store);
+  for (const { store, vendor: fixed } of RUNS) {
+    const title = `${store} store${fixed ? `, ${fixed} vendor` : ''}`;
+    it(`${title}: exit 0, no violation, every planned kind counted, every hit recovered`, async function () {
+      const { seed, vendor } = draw(store, fixed);
       const out = outDir(store, seed);
       const args = [...SIZE, '--store', store, '--vendor', vendor, '--seed', String(seed), '--out', out];
       console.log(`campaign smoke, ${store} store: seed ${seed}, vendor ${vendor}; out ${out}`);
