@@ -182,7 +182,7 @@ function fromParts(found: Record<string, unknown>, run: RunFacts): Partial<Recor
   const missing = names.filter((n) => !(n in found));
   if (missing.length) throw new Error(`fault tables: the run did not report ${missing.join(', ')}`);
   const parts = Object.fromEntries(names.map((n) => [n, PARTS[n].parse(found[n])])) as Parameters<typeof summarize>[0];
-  // The migration's points are killed by test/integration/legacy-migration/crash.test.ts; the matrix only lists them.
+  // The migration's points are killed by test/faults/migration-crash.test.ts; the matrix only lists them.
   parts['crash-matrix'].rows = parts['crash-matrix'].rows.filter((r) => !r.point.startsWith('migration.'));
   const quick = names.filter((n) => !parts[n].full);
   if (quick.length)

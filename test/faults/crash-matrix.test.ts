@@ -5,7 +5,7 @@
  * stores: the file store, and PostgreSQL (whose killed worker's connections die with it, mid-transaction).
  * `npm test` runs one row per store for each protocol point (PROTOCOL); EPISODES_FAULTS=full (`npm run
  * test:faults`) runs every point on both stores.
- * Migration failpoints are not on this path; test/integration/legacy-migration/crash.test.ts kills `episodes migrate-legacy` at each of them.
+ * Migration failpoints are not on this path; test/faults/migration-crash.test.ts kills `episodes migrate-legacy` at each of them.
  */
 import assert from 'node:assert/strict';
 import { promises as fs, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -82,7 +82,7 @@ const ROWS: Record<StoreKind, string[]> = {
 };
 /** Weeks per store, so that episode and workflow IDs never collide on the shared dev server. */
 const FIRST_WEEK: Record<StoreKind, number> = { file: 10, postgres: 30 };
-const MIGRATION_CRASH_TEST = 'test/integration/legacy-migration/crash.test.ts';
+const MIGRATION_CRASH_TEST = 'test/faults/migration-crash.test.ts';
 /** Review notices are sent beside a run only when a webhook is set; that test kills a worker just after sending. */
 const REVIEW_NOTICE_CRASH_TEST = 'test/integration/workflows/review-notice.test.ts';
 /** Points run a few at a time: most of a row is waiting for Temporal to time out the dead worker's tasks. */

@@ -8,11 +8,16 @@ import {
   type FaultKind,
 } from '../../../campaign/plan';
 import { adaptersOf, assignmentOf, VENDOR_CHOICES } from '../../../campaign/vendors';
+import { SMOKE_VENDORS } from '../../../testkit/campaign-smoke';
 
 const plan = (vendor: (typeof VENDOR_CHOICES)[number]) =>
   generatePlan({ seed: 5, store: 'file', vendor, weeks: 8, perWeek: 2, faults: 100, workers: 3 });
 
 describe('campaign plan per vendor', () => {
+  it('the smoke campaign in npm test draws from every adapter choice', () => {
+    assert.deepEqual([...SMOKE_VENDORS].sort(), [...VENDOR_CHOICES].sort());
+  });
+
   it('mixed puts every adapter on some kind; the single choices put every kind on theirs', () => {
     assert.deepEqual(adaptersOf('mixed'), ['native', 'fal', 'replicate']);
     assert.deepEqual(assignmentOf('mixed'), { video: 'fal', cover: 'native', rework: 'replicate', assembly: 'fal' });

@@ -1,0 +1,4 @@
+/** The smoke campaign on the postgres store (testkit/campaign-smoke.ts); a file per store, so that the two run side by side. */
+import { describeCampaignSmoke } from '../../testkit/campaign-smoke';
+
+describeCampaignSmoke('postgres');
