@@ -28,7 +28,7 @@ const ROWS: { file: string; imports: string; allowed: boolean }[] = [
   { file: 'campaign/driver.ts', imports: '../src/vendor-sim/simulator', allowed: true },
   { file: 'campaign/driver.ts', imports: '../testkit/wait', allowed: true },
   { file: 'campaign/driver.ts', imports: '../bench/results', allowed: false },
-  { file: 'campaign/driver.ts', imports: '../test/faults/campaign.test', allowed: false },
+  { file: 'campaign/driver.ts', imports: '../test/faults/campaign-file.test', allowed: false },
   { file: 'bench/run.ts', imports: '../testkit/processes', allowed: true },
   { file: 'bench/run.ts', imports: '../campaign/plan', allowed: false },
   { file: 'testkit/reliability.ts', imports: '../bench/contention', allowed: false },
