@@ -3,7 +3,7 @@ import type { PaidStep } from '../src/domain/paid-step';
 import type { VendorProfile } from '../src/domain/vendor-profile';
 import { startFalSimulator, type FalSimulator, type FalSimulatorOptions } from '../src/vendor-sim/fal';
 import { vendorDirectory, type AdapterOpener } from '../src/vendors/directory';
-import { falAdapter } from '../src/vendors/fal';
+import { falAdapter, falCallbackReader } from '../src/vendors/fal';
 import type { VendorAdapter, Vendors } from '../src/vendors/port';
 
 /** Distinctive, so a leak anywhere is unmistakable. */
@@ -38,11 +38,14 @@ export function testFalAdapter(sim: FalSimulator, model = FAL_TEST_MODEL): Vendo
  * native vendor's promises: its listing sees every job and its resend is harmless, as if fal took idempotency keys.
  */
 export function falVendors(sim: FalSimulator, options: { unsafe?: boolean } = {}): Vendors {
+  const callbacks = falCallbackReader({ jwksUrl: sim.jwksUrl, timeoutMs: 2_000 });
   const opener: AdapterOpener = (model) => {
     const adapter = testFalAdapter(sim, model ?? FAL_TEST_MODEL);
     if (!options.unsafe) return Promise.resolve(adapter);
     const native: VendorProfile = { ...adapter.profile, idempotency: 'key', lookupSeesEveryJob: true };
     return Promise.resolve({ ...adapter, profile: native });
   };
-  return vendorDirectory({ fal: opener }, () => `fal:${FAL_TEST_MODEL}`);
+  return vendorDirectory({ fal: opener }, () => `fal:${FAL_TEST_MODEL}`, undefined, {
+    fal: () => Promise.resolve(callbacks),
+  });
 }

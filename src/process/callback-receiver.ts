@@ -1,8 +1,9 @@
 /**
- * Vendor callbacks (webhooks): `POST /callbacks/<adapter>?ref=<episode:step:rN>`, checked by the step's adapter
- * (signature, its own ref), then applied under the episode's lock by `onCallback` (domain/pay-once.ts): a callback only
- * fills a step's empty job reference, so a redelivered, late or duplicate one changes nothing, and a parked step
- * (unknown submission outcome) is reconciled to the vendor's job and signalled, as `episodes reconcile` would.
+ * Vendor callbacks (webhooks): `POST /callbacks/<adapter>?ref=<episode:step:rN>`, checked by the adapter the path
+ * names (signature, its own ref) before the store is read, then matched to the step's vendor and applied under the
+ * episode's lock by `onCallback` (domain/pay-once.ts): a callback only fills a step's empty job reference, so a
+ * redelivered, late or duplicate one changes nothing, and a parked step (unknown submission outcome) is reconciled to
+ * the vendor's job and signalled, as `episodes reconcile` would.
  * Everything else is polled as before: with no receiver set up, nothing is lost but that shortcut.
  */
 import * as http from 'node:http';
@@ -58,14 +59,12 @@ export async function receiveCallback(
   if (!step.success) return { status: 400, text: 'bad ref' };
   const round = Number(rawRound);
   const key = stepKey(step.data, round);
-  const record = (await deps.store.getEpisode(id))?.steps[key];
-  const vendorName = record?.vendor ?? deps.vendors.assigned(step.data);
-  if (vendorName.split(':')[0] !== adapterName) return { status: 404, text: 'not this step’s vendor' };
-  const adapter = await deps.vendors.open(vendorName);
-  if (!adapter.readCallback) return { status: 404, text: 'this vendor sends no callbacks' };
+  // Authenticate before any work for the caller: the path names the adapter, whose signature needs no step or model.
+  const reader = await deps.vendors.openCallbacks(adapterName);
+  if (!reader) return { status: 404, text: 'this vendor sends no callbacks' };
   let callback;
   try {
-    callback = await adapter.readCallback({ url: req.url, headers: req.headers, body: req.body });
+    callback = await reader.readCallback({ url: req.url, headers: req.headers, body: req.body });
   } catch (e) {
     deps.log(`callback for ${ref} refused: ${e instanceof Error ? e.message : String(e)}`);
     return { status: 401, text: 'refused' };
@@ -74,6 +73,9 @@ export async function receiveCallback(
     deps.log(`callback for ${ref} refused: the vendor's body names ${callback.ref}`);
     return { status: 400, text: 'ref mismatch' };
   }
+  const record = (await deps.store.getEpisode(id))?.steps[key];
+  const vendorName = record?.vendor ?? deps.vendors.assigned(step.data);
+  if (vendorName.split(':')[0] !== adapterName) return { status: 404, text: 'not this step’s vendor' };
   let verdict = { duplicate: true } as CallbackVerdict;
   const at = new Date().toISOString();
   await deps.store.updateEpisode(id, (s) => {

@@ -3,8 +3,8 @@ import { ErrorType, PipelineError } from '../domain/errors';
 import type { PaidStep } from '../domain/paid-step';
 import { readSettings } from '../settings/read';
 import { envCredentialsLoader, type CredentialsLoader } from '../vendor-api/credentials';
-import { falAdapter } from './fal';
-import type { VendorAdapter, VendorLogger } from './port';
+import { falAdapter, falCallbackReader } from './fal';
+import type { CallbackReader, VendorAdapter, VendorLogger } from './port';
 
 /** directory.ts's `AdapterOpener` (not imported: the directory imports this file). */
 type AdapterOpener = (model: string | null, logger?: VendorLogger) => Promise<VendorAdapter>;
@@ -53,6 +53,12 @@ export function falAdapterOpener(credentials: CredentialsLoader, endpoint: FalEn
     }
     return falAdapter({ ...endpoint, model, apiKey: await credentials.load(), logger });
   };
+}
+
+/** What checks fal's webhooks for the callback receiver: no key, no model. */
+export function falCallbackOpener(env: NodeJS.ProcessEnv): () => Promise<CallbackReader> {
+  const reader = falCallbackReader(falEndpointFromEnv(env));
+  return () => Promise.resolve(reader);
 }
 
 export function falOpener(env: NodeJS.ProcessEnv, warn?: (message: string) => void): AdapterOpener {

@@ -17,6 +17,7 @@ import type { EpisodeId } from '../../../src/domain/episode-id';
 import { ErrorType } from '../../../src/domain/errors';
 import { parseWeekId } from '../../../src/domain/week-id';
 import { startCallbackReceiver, type CallbackReceiver } from '../../../src/process/callback-receiver';
+import type { EpisodeStore } from '../../../src/store/episode-store';
 import { FileEpisodeStore } from '../../../src/store/file-store';
 import type { FalSimulator } from '../../../src/vendor-sim/fal';
 import { falVendors, startTestFal } from '../../../testkit/fal';
@@ -134,6 +135,31 @@ describe('vendor callbacks: signed webhooks reconcile a parked step once', funct
     assert.match(logged.join('\n'), /refused/);
   });
 
+  it('an unverified callback costs no store read; a verified one is matched to its step', async () => {
+    const counted = countingStore(store);
+    const guarded = await startCallbackReceiver(
+      { store: counted.store, vendors: falVendors(sim), signalReconciled: () => Promise.resolve(), log: () => {} },
+      '127.0.0.1:0',
+    );
+    try {
+      const ref = encodeURIComponent(`${id}:video:r0`);
+      const requestId = '00000000-0000-4000-8000-0000000000ee';
+      const hook = { request_id: requestId, gateway_request_id: 'g', status: 'OK', payload: {}, error: null };
+      const body = Buffer.from(JSON.stringify(hook));
+      const post = (adapter: string, headers: Record<string, string>) =>
+        fetch(`${guarded.url}/callbacks/${adapter}?ref=${ref}`, { method: 'POST', body, headers });
+      const forged = sim.signWebhook(requestId, Buffer.from('another body'));
+      assert.equal((await post('fal', forged)).status, 401, 'signed over another body');
+      assert.equal((await post('fal', { 'content-type': 'application/json' })).status, 401, 'no signature');
+      assert.equal((await post('replicate', sim.signWebhook(requestId, body))).status, 404, 'no such adapter');
+      assert.deepEqual(counted.calls, [], 'the store is not touched before the signature is verified');
+      assert.equal((await post('fal', sim.signWebhook(requestId, body))).status, 200);
+      assert.equal(counted.calls[0], 'getEpisode', 'a verified callback reads the step');
+    } finally {
+      await guarded.close();
+    }
+  });
+
   it('bad requests: wrong path or method, a ref that is no step, an oversized body', async () => {
     const get = await fetch(`${receiver.url}/callbacks/fal`);
     assert.equal(get.status, 404);
@@ -146,3 +172,19 @@ describe('vendor callbacks: signed webhooks reconcile a parked step once', funct
     assert.equal(huge.status, 413);
   });
 });
+
+/** The store, with every call it is asked (reads included) kept by name, in order. */
+function countingStore(store: EpisodeStore): { store: EpisodeStore; calls: string[] } {
+  const calls: string[] = [];
+  const counted = new Proxy(store, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]): unknown => {
+        calls.push(String(name));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: counted, calls };
+}
