@@ -32,6 +32,7 @@ import {
   type FalListItem,
 } from './fal-api';
 import { FalHttp } from './fal-http';
+import { FalJwks } from './fal-jwks';
 import { refused, verifyFalWebhook } from './fal-webhook';
 import type {
   CallbackReader,
@@ -86,14 +87,16 @@ export interface FalAdapterOptions {
   maxArtifactBytes?: number;
   maxCallbackBytes?: number;
   logger?: VendorLogger;
-  /** The clock the webhook's timestamp window is checked against. */
+  /** The clock the webhook's timestamp window (and the JWKS's age) is checked against. */
   now?: () => number;
+  /** fal's webhook keys (`falJwks`), shared by the adapters of one opener; absent: this adapter keeps its own. */
+  jwks?: FalJwks;
 }
 
 /** What checks fal's webhooks: the account's JWKS, whatever the model a request ran. */
 export type FalCallbackOptions = Pick<
   FalAdapterOptions,
-  'jwksUrl' | 'timeoutMs' | 'maxCallbackBytes' | 'logger' | 'now'
+  'jwksUrl' | 'timeoutMs' | 'maxCallbackBytes' | 'logger' | 'now' | 'jwks'
 >;
 
 interface Fal {
@@ -343,14 +346,20 @@ async function billing(fal: Fal, ref?: string): Promise<VendorCharge[]> {
   return [...charges.values()];
 }
 
-/** Checks a fal webhook's signature, then reads which request of which step it reports. */
-export function falCallbackReader(o: FalCallbackOptions): CallbackReader {
+/** fal's webhook keys, fetched without the key from `jwksUrl` (https, or http to localhost) and kept (fal-jwks.ts). */
+export function falJwks(o: Pick<FalCallbackOptions, 'jwksUrl' | 'timeoutMs' | 'logger' | 'now'>): FalJwks {
   const http = new FalHttp('', o.timeoutMs ?? 10_000, o.logger);
-  const keys = async () => {
+  const fetchKeys = async () => {
     const url = publicUrl(String(o.jwksUrl), 'readCallback');
     const res = await http.send('readCallback', { url, auth: false, maxResponseBytes: 64 * 1024 });
     return http.parse('readCallback', res, jwksSchema).keys;
   };
+  return new FalJwks(fetchKeys, o.now);
+}
+
+/** Checks a fal webhook's signature, then reads which request of which step it reports. */
+export function falCallbackReader(o: FalCallbackOptions): CallbackReader {
+  const keys = o.jwks ?? falJwks(o);
   return {
     async readCallback(request: CallbackRequest) {
       const hook = await verifyFalWebhook(request, {
