@@ -126,14 +126,30 @@ export function callbackSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): C
   return { listen: s.EPISODES_CALLBACK_LISTEN, publicUrl: url };
 }
 
+/**
+ * A client that stalls is cut off (408) once its headers took 5 s or its whole request 10 s. Node checks those limits
+ * every `connectionsCheckingInterval` (its default, 30 s, would let a stalled request hold a connection 35-40 s).
+ */
+export const CALLBACK_SERVER_LIMITS = {
+  headersTimeout: 5_000,
+  requestTimeout: 10_000,
+  connectionsCheckingInterval: 1_000,
+};
+
 /** Listens on `host:port` (e.g. 127.0.0.1:8791 behind the TLS front end the vendors reach). */
 export async function startCallbackReceiver(deps: CallbackReceiverDeps, listen: string): Promise<CallbackReceiver> {
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(CALLBACK_SERVER_LIMITS, (req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const answer = (a: Answer) => {
       if (!res.headersSent) res.writeHead(a.status, { 'content-type': 'text/plain' }).end(a.text);
     };
+    if (Number(req.headers['content-length'] ?? 0) > MAX_CALLBACK_BYTES) {
+      // Declared too large: refused before a byte of the body is read.
+      answer({ status: 413, text: 'too large' });
+      req.destroy();
+      return;
+    }
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > MAX_CALLBACK_BYTES) {
@@ -156,8 +172,6 @@ export async function startCallbackReceiver(deps: CallbackReceiverDeps, listen: 
       );
     });
   });
-  server.requestTimeout = 10_000;
-  server.headersTimeout = 5_000;
   server.maxConnections = 64;
   const at = listen.lastIndexOf(':');
   const host = listen.slice(0, at).replace(/^\[|\]$/g, '');
