@@ -3,7 +3,7 @@ import type { PaidStep } from '../src/domain/paid-step';
 import type { VendorProfile } from '../src/domain/vendor-profile';
 import { startFalSimulator, type FalSimulator, type FalSimulatorOptions } from '../src/vendor-sim/fal';
 import { vendorDirectory, type AdapterOpener } from '../src/vendors/directory';
-import { falAdapter } from '../src/vendors/fal';
+import { falAdapter, falCallbackReader, falJwks, type FalAdapterOptions } from '../src/vendors/fal';
 import type { VendorAdapter, Vendors } from '../src/vendors/port';
 
 /** Distinctive, so a leak anywhere is unmistakable. */
@@ -21,7 +21,12 @@ export function startTestFal(options: Partial<FalSimulatorOptions> = {}): Promis
   });
 }
 
-export function testFalAdapter(sim: FalSimulator, model = FAL_TEST_MODEL): VendorAdapter {
+/** `options`: e.g. a clock (`now`) or a JWKS (`jwks`) shared with other adapters. */
+export function testFalAdapter(
+  sim: FalSimulator,
+  model = FAL_TEST_MODEL,
+  options: Partial<FalAdapterOptions> = {},
+): VendorAdapter {
   return falAdapter({
     queueUrl: sim.queueUrl,
     apiUrl: sim.apiUrl,
@@ -30,6 +35,7 @@ export function testFalAdapter(sim: FalSimulator, model = FAL_TEST_MODEL): Vendo
     model,
     maxCents: FAL_TEST_MAX_CENTS,
     timeoutMs: 2_000,
+    ...options,
   });
 }
 
@@ -38,11 +44,16 @@ export function testFalAdapter(sim: FalSimulator, model = FAL_TEST_MODEL): Vendo
  * native vendor's promises: its listing sees every job and its resend is harmless, as if fal took idempotency keys.
  */
 export function falVendors(sim: FalSimulator, options: { unsafe?: boolean } = {}): Vendors {
+  // One JWKS kept for the opener's adapters and its callback reader (in production each opener keeps its own).
+  const jwks = falJwks({ jwksUrl: sim.jwksUrl, timeoutMs: 2_000 });
+  const callbacks = falCallbackReader({ jwksUrl: sim.jwksUrl, jwks });
   const opener: AdapterOpener = (model) => {
-    const adapter = testFalAdapter(sim, model ?? FAL_TEST_MODEL);
+    const adapter = testFalAdapter(sim, model ?? FAL_TEST_MODEL, { jwks });
     if (!options.unsafe) return Promise.resolve(adapter);
     const native: VendorProfile = { ...adapter.profile, idempotency: 'key', lookupSeesEveryJob: true };
     return Promise.resolve({ ...adapter, profile: native });
   };
-  return vendorDirectory({ fal: opener }, () => `fal:${FAL_TEST_MODEL}`);
+  return vendorDirectory({ fal: opener }, () => `fal:${FAL_TEST_MODEL}`, undefined, {
+    fal: () => Promise.resolve(callbacks),
+  });
 }

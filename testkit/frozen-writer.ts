@@ -42,6 +42,7 @@ export function bookkeepingDeps(store: EpisodeStore): PaidStepDeps {
       assigned: () => 'native',
       profiles: () => ({}),
       open: () => Promise.reject(new Error('a bookkeeping write must not open a vendor')),
+      openCallbacks: () => Promise.reject(new Error('a bookkeeping write must not open a vendor')),
     },
   };
 }

@@ -4,7 +4,7 @@ import type { PaidStep } from '../src/domain/paid-step';
 import { startReplicateSimulator, type ReplicateSimulator } from '../src/vendor-sim/replicate';
 import { vendorDirectory, type AdapterOpener } from '../src/vendors/directory';
 import type { VendorAdapter, Vendors } from '../src/vendors/port';
-import { replicateAdapter } from '../src/vendors/replicate';
+import { replicateAdapter, replicateCallbackReader } from '../src/vendors/replicate';
 
 /** Distinctive, so a leak anywhere is unmistakable. */
 export const REPLICATE_TEST_TOKEN = 'r8_activity-test-SECRET-41f0';
@@ -49,5 +49,8 @@ export function replicateVendors(
         }),
       ),
     );
-  return vendorDirectory({ replicate: opener }, () => 'replicate:acme/media-model');
+  const callbacks = replicateCallbackReader({ baseUrl: sim.url, token: REPLICATE_TEST_TOKEN, timeoutMs: 2_000 });
+  return vendorDirectory({ replicate: opener }, () => 'replicate:acme/media-model', undefined, {
+    replicate: () => Promise.resolve(callbacks),
+  });
 }

@@ -1,8 +1,9 @@
 /**
- * Vendor callbacks (webhooks): `POST /callbacks/<adapter>?ref=<episode:step:rN>`, checked by the step's adapter
- * (signature, its own ref), then applied under the episode's lock by `onCallback` (domain/pay-once.ts): a callback only
- * fills a step's empty job reference, so a redelivered, late or duplicate one changes nothing, and a parked step
- * (unknown submission outcome) is reconciled to the vendor's job and signalled, as `episodes reconcile` would.
+ * Vendor callbacks (webhooks): `POST /callbacks/<adapter>?ref=<episode:step:rN>`, checked by the adapter the path
+ * names (signature, its own ref) before the store is read, then matched to the step's vendor and applied under the
+ * episode's lock by `onCallback` (domain/pay-once.ts): a callback only fills a step's empty job reference, so a
+ * redelivered, late or duplicate one changes nothing, and a parked step (unknown submission outcome) is reconciled to
+ * the vendor's job and signalled, as `episodes reconcile` would.
  * Everything else is polled as before: with no receiver set up, nothing is lost but that shortcut.
  */
 import * as http from 'node:http';
@@ -58,14 +59,12 @@ export async function receiveCallback(
   if (!step.success) return { status: 400, text: 'bad ref' };
   const round = Number(rawRound);
   const key = stepKey(step.data, round);
-  const record = (await deps.store.getEpisode(id))?.steps[key];
-  const vendorName = record?.vendor ?? deps.vendors.assigned(step.data);
-  if (vendorName.split(':')[0] !== adapterName) return { status: 404, text: 'not this step’s vendor' };
-  const adapter = await deps.vendors.open(vendorName);
-  if (!adapter.readCallback) return { status: 404, text: 'this vendor sends no callbacks' };
+  // Authenticate before any work for the caller: the path names the adapter, whose signature needs no step or model.
+  const reader = await deps.vendors.openCallbacks(adapterName);
+  if (!reader) return { status: 404, text: 'this vendor sends no callbacks' };
   let callback;
   try {
-    callback = await adapter.readCallback({ url: req.url, headers: req.headers, body: req.body });
+    callback = await reader.readCallback({ url: req.url, headers: req.headers, body: req.body });
   } catch (e) {
     deps.log(`callback for ${ref} refused: ${e instanceof Error ? e.message : String(e)}`);
     return { status: 401, text: 'refused' };
@@ -74,6 +73,9 @@ export async function receiveCallback(
     deps.log(`callback for ${ref} refused: the vendor's body names ${callback.ref}`);
     return { status: 400, text: 'ref mismatch' };
   }
+  const record = (await deps.store.getEpisode(id))?.steps[key];
+  const vendorName = record?.vendor ?? deps.vendors.assigned(step.data);
+  if (vendorName.split(':')[0] !== adapterName) return { status: 404, text: 'not this step’s vendor' };
   let verdict = { duplicate: true } as CallbackVerdict;
   const at = new Date().toISOString();
   await deps.store.updateEpisode(id, (s) => {
@@ -124,14 +126,30 @@ export function callbackSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): C
   return { listen: s.EPISODES_CALLBACK_LISTEN, publicUrl: url };
 }
 
+/**
+ * A client that stalls is cut off (408) once its headers took 5 s or its whole request 10 s. Node checks those limits
+ * every `connectionsCheckingInterval` (its default, 30 s, would let a stalled request hold a connection 35-40 s).
+ */
+export const CALLBACK_SERVER_LIMITS = {
+  headersTimeout: 5_000,
+  requestTimeout: 10_000,
+  connectionsCheckingInterval: 1_000,
+};
+
 /** Listens on `host:port` (e.g. 127.0.0.1:8791 behind the TLS front end the vendors reach). */
 export async function startCallbackReceiver(deps: CallbackReceiverDeps, listen: string): Promise<CallbackReceiver> {
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(CALLBACK_SERVER_LIMITS, (req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const answer = (a: Answer) => {
       if (!res.headersSent) res.writeHead(a.status, { 'content-type': 'text/plain' }).end(a.text);
     };
+    if (Number(req.headers['content-length'] ?? 0) > MAX_CALLBACK_BYTES) {
+      // Declared too large: refused before a byte of the body is read.
+      answer({ status: 413, text: 'too large' });
+      req.destroy();
+      return;
+    }
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > MAX_CALLBACK_BYTES) {
@@ -154,8 +172,6 @@ export async function startCallbackReceiver(deps: CallbackReceiverDeps, listen: 
       );
     });
   });
-  server.requestTimeout = 10_000;
-  server.headersTimeout = 5_000;
   server.maxConnections = 64;
   const at = listen.lastIndexOf(':');
   const host = listen.slice(0, at).replace(/^\[|\]$/g, '');

@@ -18,16 +18,25 @@ export interface WebhookDelivery {
 }
 
 export class FalWebhookSender {
-  private readonly privateKey: KeyObject;
-  readonly jwks: { keys: Record<string, unknown>[] };
+  private privateKey: KeyObject;
+  jwks: { keys: Record<string, unknown>[] } = { keys: [] };
+  private generation = 0;
   readonly deliveries: WebhookDelivery[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
 
   constructor(private readonly o: { retries: number; windowMs: number; log?: (line: string) => void }) {
+    this.privateKey = this.rotateKey();
+  }
+
+  /** A new key signs from now on and the JWKS lists only it (fal's rotation policy: docs silent). */
+  rotateKey(): KeyObject {
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    this.generation += 1;
+    const kid = `sim-${this.generation}`;
+    this.jwks = { keys: [{ ...publicKey.export({ format: 'jwk' }), kid, use: 'sig', alg: 'EdDSA' }] };
     this.privateKey = privateKey;
-    this.jwks = { keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'sim-1', use: 'sig', alg: 'EdDSA' }] };
+    return privateKey;
   }
 
   /** Headers fal sends with `body` for `requestId`, signed now (or at `timestampS`, for tests). */

@@ -71,6 +71,8 @@ export interface FalSimulator {
   webhooks(): WebhookDelivery[];
   /** The signed headers fal would send with `body` (tests forge and replay with them). */
   signWebhook(requestId: string, body: Buffer, timestampS?: number): Record<string, string>;
+  /** Rotates the webhook key: a new one signs, the JWKS lists only it. */
+  rotateWebhookKey(): void;
 }
 
 interface Exchange {
@@ -141,6 +143,7 @@ class FalSim {
       requests: () => structuredClone(this.log),
       webhooks: () => structuredClone(this.hooks.deliveries),
       signWebhook: (id, body, ts) => this.hooks.signedHeaders(id, body, ts),
+      rotateWebhookKey: () => void this.hooks.rotateKey(),
     };
   }
 

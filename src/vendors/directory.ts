@@ -12,13 +12,16 @@ import { vendorEndpointFromEnv, type VendorEndpoint } from '../vendor-api/endpoi
 import { NATIVE_PROFILE, nativeAdapter } from './native';
 import type { VendorProfile } from '../domain/vendor-profile';
 import { falProfile } from './fal';
-import { falOpener } from './fal-opener';
+import { falCallbackOpener, falEndpointFromEnv, falOpener } from './fal-opener';
 import { meteredMaxCentsFromEnv } from './metered-max';
-import type { VendorAdapter, VendorLogger, Vendors } from './port';
-import { replicateOpener, replicateProfile } from './replicate';
+import type { CallbackReader, VendorAdapter, VendorLogger, Vendors } from './port';
+import { replicateCallbackOpener, replicateOpener, replicateProfile } from './replicate';
 
 /** Opens one adapter for a model (null: the adapter has one). */
 export type AdapterOpener = (model: string | null, logger?: VendorLogger) => Promise<VendorAdapter>;
+
+/** Opens what checks an adapter's callbacks: per account, so before anyone knows which step (or model) one is for. */
+export type CallbackOpener = () => Promise<CallbackReader>;
 
 /**
  * `adapter` or `adapter:model`, as settings and step records write a step's vendor. A model is up to five path
@@ -31,10 +34,12 @@ export function vendorDirectory(
   openers: Readonly<Record<string, AdapterOpener>>,
   assigned: (step: PaidStep) => string,
   profiles: Readonly<Record<string, VendorProfile>> = { native: NATIVE_PROFILE },
+  callbacks: Readonly<Record<string, CallbackOpener>> = {},
 ): Vendors {
   return {
     assigned,
     profiles: () => profiles,
+    openCallbacks: (adapter) => (Object.hasOwn(callbacks, adapter) ? callbacks[adapter]!() : Promise.resolve(null)),
     open(vendor: string, logger?: VendorLogger): Promise<VendorAdapter> {
       const [, name = '', model] = VENDOR_PATTERN.exec(vendor) ?? [];
       const opener = Object.hasOwn(openers, name) ? openers[name] : undefined;
@@ -95,5 +100,6 @@ export function vendorsFromEnv(env: NodeJS.ProcessEnv = process.env, warn?: (mes
     fal: falProfile(meteredMaxCentsFromEnv(env)),
     replicate: replicateProfile(meteredMaxCentsFromEnv(env)),
   };
-  return vendorDirectory(openers, (step) => byStep[step], profiles);
+  const callbacks = { fal: falCallbackOpener(env), replicate: replicateCallbackOpener(env, warn) };
+  return vendorDirectory(openers, (step) => byStep[step], profiles, callbacks);
 }

@@ -4,8 +4,8 @@ import type { PaidStep } from '../domain/paid-step';
 import { readSettings } from '../settings/read';
 import { meteredMaxCentsFromEnv } from './metered-max';
 import { envCredentialsLoader, type CredentialsLoader } from '../vendor-api/credentials';
-import { falAdapter } from './fal';
-import type { VendorAdapter, VendorLogger } from './port';
+import { falAdapter, falCallbackReader, falJwks } from './fal';
+import type { CallbackReader, VendorAdapter, VendorLogger } from './port';
 
 /** directory.ts's `AdapterOpener` (not imported: the directory imports this file). */
 type AdapterOpener = (model: string | null, logger?: VendorLogger) => Promise<VendorAdapter>;
@@ -32,14 +32,21 @@ export function falEndpointFromEnv(env: NodeJS.ProcessEnv = process.env): FalEnd
   };
 }
 
-/** Opens `fal:<model>`; the key is loaded only now, after the episode guard. */
+/** Opens `fal:<model>`; the key is loaded only now, after the episode guard. Its adapters share one JWKS. */
 export function falAdapterOpener(credentials: CredentialsLoader, endpoint: FalEndpoint): AdapterOpener {
+  const jwks = falJwks(endpoint);
   return async (model, logger) => {
     if (model === null) {
       throw new PipelineError(ErrorType.InvalidInput, 'fal needs a model: `fal:<owner/name[/subpath]>`');
     }
-    return falAdapter({ ...endpoint, model, apiKey: await credentials.load(), logger });
+    return falAdapter({ ...endpoint, model, apiKey: await credentials.load(), logger, jwks });
   };
+}
+
+/** What checks fal's webhooks for the callback receiver: no key, no model, one JWKS kept for every callback. */
+export function falCallbackOpener(env: NodeJS.ProcessEnv): () => Promise<CallbackReader> {
+  const reader = falCallbackReader(falEndpointFromEnv(env));
+  return () => Promise.resolve(reader);
 }
 
 export function falOpener(env: NodeJS.ProcessEnv, warn?: (message: string) => void): AdapterOpener {

@@ -7,14 +7,15 @@ import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto
 import { ErrorType } from '../domain/errors';
 import { VendorError } from '../vendor-api/vendor-error';
 import { webhookSchema } from './fal-api';
+import type { FalJwks, Jwk } from './fal-jwks';
 import type { CallbackRequest } from './port';
 import type { z } from 'zod';
 
 export const FAL_WEBHOOK_TOLERANCE_S = 300;
 
 export interface FalWebhookCheck {
-  /** The JWKS keys (fetched by the adapter from its configured URL). */
-  keys: () => Promise<readonly Record<string, unknown>[]>;
+  /** fal's JWKS keys, kept by the adapter (fal-jwks.ts): fetched again only when a signature matches none. */
+  keys: Pick<FalJwks, 'current' | 'refetched'>;
   nowMs: number;
   maxBodyBytes: number;
 }
@@ -36,8 +37,14 @@ export async function verifyFalWebhook(request: CallbackRequest, check: FalWebho
   const bodyHash = createHash('sha256').update(request.body).digest('hex');
   const message = Buffer.from(`${requestId}\n${userId}\n${timestamp}\n${bodyHash}`, 'utf8');
   const sig = Buffer.from(signature, 'hex');
-  const keys = (await check.keys()).map(publicKey).filter((k): k is KeyObject => k !== null);
-  if (!keys.some((key) => verify(null, message, key, sig))) throw refused('the signature matches no key of the JWKS');
+  const signedBy = (jwks: readonly Jwk[]) =>
+    jwks.map(publicKey).some((key) => key !== null && verify(null, message, key, sig));
+  const kept = await check.keys.current();
+  if (!signedBy(kept)) {
+    // fal may have rotated its key: the JWKS is fetched again, at most once a minute whatever the callers send.
+    const rotated = await check.keys.refetched(kept);
+    if (!rotated || !signedBy(rotated)) throw refused('the signature matches no key of the JWKS');
+  }
   let json: unknown;
   try {
     json = JSON.parse(request.body.toString('utf8'));
@@ -49,7 +56,7 @@ export async function verifyFalWebhook(request: CallbackRequest, check: FalWebho
   return parsed.data;
 }
 
-function publicKey(jwk: Record<string, unknown>): KeyObject | null {
+function publicKey(jwk: Jwk): KeyObject | null {
   if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') return null;
   try {
     return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' });

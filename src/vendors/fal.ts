@@ -32,8 +32,10 @@ import {
   type FalListItem,
 } from './fal-api';
 import { FalHttp } from './fal-http';
+import { FalJwks } from './fal-jwks';
 import { refused, verifyFalWebhook } from './fal-webhook';
 import type {
+  CallbackReader,
   CallbackRequest,
   PriceRange,
   Submission,
@@ -85,9 +87,17 @@ export interface FalAdapterOptions {
   maxArtifactBytes?: number;
   maxCallbackBytes?: number;
   logger?: VendorLogger;
-  /** The clock the webhook's timestamp window is checked against. */
+  /** The clock the webhook's timestamp window (and the JWKS's age) is checked against. */
   now?: () => number;
+  /** fal's webhook keys (`falJwks`), shared by the adapters of one opener; absent: this adapter keeps its own. */
+  jwks?: FalJwks;
 }
+
+/** What checks fal's webhooks: the account's JWKS, whatever the model a request ran. */
+export type FalCallbackOptions = Pick<
+  FalAdapterOptions,
+  'jwksUrl' | 'timeoutMs' | 'maxCallbackBytes' | 'logger' | 'now' | 'jwks'
+>;
 
 interface Fal {
   o: FalAdapterOptions;
@@ -118,6 +128,7 @@ export function falAdapter(o: FalAdapterOptions): VendorAdapter {
     profile: falProfile(o.maxCents, o.artifactTtlMs),
   };
   const g = <T>(fn: () => Promise<T>) => fal.http.guard(fn);
+  const callbacks = falCallbackReader(o);
   return {
     name: 'fal',
     profile: fal.profile,
@@ -127,7 +138,7 @@ export function falAdapter(o: FalAdapterOptions): VendorAdapter {
     get: (jobId) => g(() => get(fal, jobId)),
     download: (job) => g(() => download(fal, job)),
     billing: (ref) => g(() => billing(fal, ref)),
-    readCallback: (request) => readCallback(fal, request),
+    readCallback: (request) => callbacks.readCallback(request),
   };
 }
 
@@ -335,26 +346,35 @@ async function billing(fal: Fal, ref?: string): Promise<VendorCharge[]> {
   return [...charges.values()];
 }
 
-async function readCallback(fal: Fal, request: CallbackRequest) {
-  const jwks = async () => {
-    const res = await fal.http.send('readCallback', {
-      url: publicUrl(String(fal.o.jwksUrl), 'readCallback'),
-      auth: false,
-      maxResponseBytes: 64 * 1024,
-    });
-    return fal.http.parse('readCallback', res, jwksSchema).keys;
+/** fal's webhook keys, fetched without the key from `jwksUrl` (https, or http to localhost) and kept (fal-jwks.ts). */
+export function falJwks(o: Pick<FalCallbackOptions, 'jwksUrl' | 'timeoutMs' | 'logger' | 'now'>): FalJwks {
+  const http = new FalHttp('', o.timeoutMs ?? 10_000, o.logger);
+  const fetchKeys = async () => {
+    const url = publicUrl(String(o.jwksUrl), 'readCallback');
+    const res = await http.send('readCallback', { url, auth: false, maxResponseBytes: 64 * 1024 });
+    return http.parse('readCallback', res, jwksSchema).keys;
   };
-  const hook = await verifyFalWebhook(request, {
-    keys: jwks,
-    nowMs: (fal.o.now ?? Date.now)(),
-    maxBodyBytes: fal.o.maxCallbackBytes ?? 1024 * 1024,
-  });
-  const named = parseRef(request.url.searchParams.get(FAL_REF_QUERY));
-  if (!named) throw refused(`the webhook URL carries no ${FAL_REF_QUERY} of ours`);
+  return new FalJwks(fetchKeys, o.now);
+}
+
+/** Checks a fal webhook's signature, then reads which request of which step it reports. */
+export function falCallbackReader(o: FalCallbackOptions): CallbackReader {
+  const keys = o.jwks ?? falJwks(o);
   return {
-    ref: named.ref,
-    jobId: jobIdOf(named.ref, hook.request_id),
-    status: hook.status === 'OK' ? ('succeeded' as const) : ('failed' as const),
+    async readCallback(request: CallbackRequest) {
+      const hook = await verifyFalWebhook(request, {
+        keys,
+        nowMs: (o.now ?? Date.now)(),
+        maxBodyBytes: o.maxCallbackBytes ?? 1024 * 1024,
+      });
+      const named = parseRef(request.url.searchParams.get(FAL_REF_QUERY));
+      if (!named) throw refused(`the webhook URL carries no ${FAL_REF_QUERY} of ours`);
+      return {
+        ref: named.ref,
+        jobId: jobIdOf(named.ref, hook.request_id),
+        status: hook.status === 'OK' ? ('succeeded' as const) : ('failed' as const),
+      };
+    },
   };
 }
 

@@ -11,7 +11,7 @@ import type { VendorProfile } from '../domain/vendor-profile';
 
 /**
  * The query parameter that carries the step's ref in a callback URL (`…/callbacks/<adapter>?ref=<episode:step:rN>`):
- * the receiver finds the step by it before the adapter checks the callback; every adapter that calls back writes it.
+ * the receiver finds the step by it once the adapter has checked the callback; every adapter that calls back writes it.
  */
 export const CALLBACK_REF_QUERY = 'ref';
 
@@ -30,6 +30,12 @@ export interface CallbackRequest {
   url: URL;
   headers: Readonly<Record<string, string | undefined>>;
   body: Buffer;
+}
+
+/** What checks an adapter's callbacks: one per account, whatever the model (no signature depends on it). */
+export interface CallbackReader {
+  /** Verifies the signature (throws a `VendorError` if it fails) before reading a byte of the callback. */
+  readCallback(request: CallbackRequest): Promise<VendorCallback>;
 }
 
 /** What a verified callback says: which job of which step ended how. */
@@ -106,4 +112,6 @@ export interface Vendors {
   /** The profile of each adapter that is set up, without opening any (no key is read). */
   profiles(): Readonly<Record<string, VendorProfile>>;
   open(name: string, logger?: VendorLogger): Promise<VendorAdapter>;
+  /** What checks the callbacks sent to `/callbacks/<adapter>`, for any model; null: it sends none, or is not set up. */
+  openCallbacks(adapter: string): Promise<CallbackReader | null>;
 }

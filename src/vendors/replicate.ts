@@ -25,7 +25,9 @@ import {
 import { VendorError } from '../vendor-api/vendor-error';
 import {
   CALLBACK_REF_QUERY,
+  type CallbackReader,
   type CallbackRequest,
+  type VendorCallback,
   type JobStatus,
   type Submission,
   type VendorAdapter,
@@ -86,12 +88,7 @@ export function replicateAdapter(options: ReplicateOptions): VendorAdapter {
       `replicate model ${JSON.stringify(model)}: owner/name or a version id`,
     );
   }
-  const http = new ReplicateHttp(
-    parseVendorBaseUrl(String(options.baseUrl), 'EPISODES_REPLICATE_URL'),
-    options.token,
-    options.timeoutMs ?? 10_000,
-    options.logger,
-  );
+  const http = replicateHttp(options);
   const secret = options.secret ?? {};
   const read = new PredictionReader(model, options.usdPerSecond);
   return {
@@ -108,7 +105,7 @@ export function replicateAdapter(options: ReplicateOptions): VendorAdapter {
     },
     async submit(s: Submission) {
       const p = await http.json('submitJob', predictionSchema, createRequest(model, s));
-      const echoed = read.correlation(p);
+      const echoed = correlationOf(p);
       if (echoed !== null && echoed !== s.ref)
         throw failure('submitJob', 'malformed-response', 'another correlation came back', 201);
       return read.job(p, s.ref);
@@ -118,7 +115,7 @@ export function replicateAdapter(options: ReplicateOptions): VendorAdapter {
       requireId(jobId, 'getJob');
       const p = await http.json('getJob', predictionSchema, { path: `v1/predictions/${jobId}` });
       if (p.id !== jobId) throw failure('getJob', 'malformed-response', 'another prediction came back', 200);
-      const ref = read.correlation(p);
+      const ref = correlationOf(p);
       if (ref === null) throw unreadable(p);
       return read.job(p, ref);
     },
@@ -129,22 +126,45 @@ export function replicateAdapter(options: ReplicateOptions): VendorAdapter {
       return downloadOutput(job.artifact ?? '', options.timeoutMs ?? 10_000);
     },
     billing: () => Promise.resolve(null),
-    async readCallback(request: CallbackRequest) {
-      verifyWebhook(request, await webhookSecret(http, secret));
-      let p: Prediction;
-      try {
-        p = predictionSchema.parse(JSON.parse(request.body.toString('utf8')));
-      } catch {
-        throw refused('the signed body is not a prediction');
-      }
-      const fromUrl = request.url.searchParams.get(CALLBACK_REF_QUERY);
-      const shown = read.correlation(p);
-      if (fromUrl !== null && shown !== null && fromUrl !== shown) throw refused('two correlation values disagree');
-      const ref = fromUrl ?? shown;
-      if (ref === null) throw refused('no correlation value: not a webhook of ours');
-      return { ref, jobId: p.id, status: read.job(p, ref).status };
-    },
+    readCallback: (request) => readCallback(http, secret, request),
   };
+}
+
+/** What checks Replicate's webhooks: the account's secret, whatever the model a prediction ran. */
+export function replicateCallbackReader(
+  options: Pick<ReplicateOptions, 'baseUrl' | 'token' | 'timeoutMs' | 'logger' | 'secret'>,
+): CallbackReader {
+  const http = replicateHttp(options);
+  const secret = options.secret ?? {};
+  return { readCallback: (request) => readCallback(http, secret, request) };
+}
+
+function replicateHttp(options: Pick<ReplicateOptions, 'baseUrl' | 'token' | 'timeoutMs' | 'logger'>): ReplicateHttp {
+  const base = parseVendorBaseUrl(String(options.baseUrl), 'EPISODES_REPLICATE_URL');
+  return new ReplicateHttp(base, options.token, options.timeoutMs ?? 10_000, options.logger);
+}
+
+/** Verifies the signature with the account's secret, then reads which prediction of which step ended how. */
+async function readCallback(
+  http: ReplicateHttp,
+  secret: { value?: Promise<string> },
+  request: CallbackRequest,
+): Promise<VendorCallback> {
+  verifyWebhook(request, await webhookSecret(http, secret));
+  let p: Prediction;
+  try {
+    p = predictionSchema.parse(JSON.parse(request.body.toString('utf8')));
+  } catch {
+    throw refused('the signed body is not a prediction');
+  }
+  const fromUrl = request.url.searchParams.get(CALLBACK_REF_QUERY);
+  const shown = correlationOf(p);
+  if (fromUrl !== null && shown !== null && fromUrl !== shown) throw refused('two correlation values disagree');
+  const ref = fromUrl ?? shown;
+  if (ref === null) throw refused('no correlation value: not a webhook of ours');
+  if (!stepOfRef(ref))
+    throw failure('getJob', 'malformed-response', `prediction ${p.id} carries a foreign correlation`, 200);
+  return { ref, jobId: p.id, status: STATUS[p.status] };
 }
 
 /** The create: the correlation value in the input (listed for an hour) and in the webhook URL's query (kept). */
@@ -180,7 +200,7 @@ async function findByListing(
   for (let page = 0; page < MAX_LIST_PAGES; page++) {
     const list = await http.json('findJobsByClientRef', predictionListSchema, { path });
     for (const p of list.results.filter((r) => read.isOurs(r))) {
-      const correlation = read.correlation(p);
+      const correlation = correlationOf(p);
       if (correlation === ref) found.push(read.job(p, ref));
       unreadable ||= correlation === null;
     }
@@ -203,20 +223,6 @@ class PredictionReader {
     return VERSION_PATTERN.test(this.model)
       ? p.version === this.model
       : p.model === undefined || p.model === this.model;
-  }
-
-  /** The step's correlation value as the prediction shows it: its webhook URL's query, else its input; null: neither. */
-  correlation(p: Prediction): string | null {
-    if (p.webhook) {
-      try {
-        const value = new URL(p.webhook).searchParams.get(CALLBACK_REF_QUERY);
-        if (value) return value;
-      } catch {
-        // not a URL: fall back to the input
-      }
-    }
-    const value = p.input?.[CORRELATION_INPUT];
-    return typeof value === 'string' && value !== '' ? value : null;
   }
 
   job(p: Prediction, ref: string): VendorJob {
@@ -242,6 +248,20 @@ class PredictionReader {
     const seconds = p.metrics?.predict_time;
     return seconds === undefined ? null : { amount_cents: meteredCents(seconds, this.usdPerSecond), currency: 'USD' };
   }
+}
+
+/** The step's correlation value as the prediction shows it: its webhook URL's query, else its input; null: neither. */
+function correlationOf(p: Prediction): string | null {
+  if (p.webhook) {
+    try {
+      const value = new URL(p.webhook).searchParams.get(CALLBACK_REF_QUERY);
+      if (value) return value;
+    } catch {
+      // not a URL: fall back to the input
+    }
+  }
+  const value = p.input?.[CORRELATION_INPUT];
+  return typeof value === 'string' && value !== '' ? value : null;
 }
 
 const STATUS: Record<Prediction['status'], JobStatus> = {
@@ -296,10 +316,7 @@ export function replicateOpener(
   env: NodeJS.ProcessEnv,
   warn?: (message: string) => void,
 ): (model: string | null, logger?: VendorLogger) => Promise<VendorAdapter> {
-  const credentials = envCredentialsLoader(env, {
-    ...(warn ? { warn } : {}),
-    settings: { key: 'EPISODES_REPLICATE_TOKEN', file: 'EPISODES_REPLICATE_TOKEN_FILE', what: 'Replicate API token' },
-  });
+  const credentials = replicateCredentials(env, warn);
   const secret = {};
   return async (model, logger) => {
     if (model === null) {
@@ -323,4 +340,30 @@ export function replicateOpener(
       secret,
     });
   };
+}
+
+/** What checks Replicate's webhooks for the callback receiver: no model; the secret fetched once and kept. */
+export function replicateCallbackOpener(
+  env: NodeJS.ProcessEnv,
+  warn?: (message: string) => void,
+): () => Promise<CallbackReader> {
+  const credentials = replicateCredentials(env, warn);
+  const secret = {};
+  return async () => {
+    const s = readSettings(['EPISODES_REPLICATE_URL', 'EPISODES_VENDOR_TIMEOUT_MS'], env);
+    const token = await credentials.load();
+    return replicateCallbackReader({
+      baseUrl: s.EPISODES_REPLICATE_URL,
+      token,
+      timeoutMs: s.EPISODES_VENDOR_TIMEOUT_MS,
+      secret,
+    });
+  };
+}
+
+function replicateCredentials(env: NodeJS.ProcessEnv, warn?: (message: string) => void) {
+  return envCredentialsLoader(env, {
+    ...(warn ? { warn } : {}),
+    settings: { key: 'EPISODES_REPLICATE_TOKEN', file: 'EPISODES_REPLICATE_TOKEN_FILE', what: 'Replicate API token' },
+  });
 }

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -17,6 +18,7 @@ import type { EpisodeId } from '../../../src/domain/episode-id';
 import { ErrorType } from '../../../src/domain/errors';
 import { parseWeekId } from '../../../src/domain/week-id';
 import { startCallbackReceiver, type CallbackReceiver } from '../../../src/process/callback-receiver';
+import type { EpisodeStore } from '../../../src/store/episode-store';
 import { FileEpisodeStore } from '../../../src/store/file-store';
 import type { FalSimulator } from '../../../src/vendor-sim/fal';
 import { falVendors, startTestFal } from '../../../testkit/fal';
@@ -134,6 +136,67 @@ describe('vendor callbacks: signed webhooks reconcile a parked step once', funct
     assert.match(logged.join('\n'), /refused/);
   });
 
+  it('an unverified callback costs no store read; a verified one is matched to its step', async () => {
+    const counted = countingStore(store);
+    const guarded = await startCallbackReceiver(
+      { store: counted.store, vendors: falVendors(sim), signalReconciled: () => Promise.resolve(), log: () => {} },
+      '127.0.0.1:0',
+    );
+    try {
+      const ref = encodeURIComponent(`${id}:video:r0`);
+      const requestId = '00000000-0000-4000-8000-0000000000ee';
+      const hook = { request_id: requestId, gateway_request_id: 'g', status: 'OK', payload: {}, error: null };
+      const body = Buffer.from(JSON.stringify(hook));
+      const post = (adapter: string, headers: Record<string, string>) =>
+        fetch(`${guarded.url}/callbacks/${adapter}?ref=${ref}`, { method: 'POST', body, headers });
+      const forged = sim.signWebhook(requestId, Buffer.from('another body'));
+      assert.equal((await post('fal', forged)).status, 401, 'signed over another body');
+      assert.equal((await post('fal', { 'content-type': 'application/json' })).status, 401, 'no signature');
+      assert.equal((await post('replicate', sim.signWebhook(requestId, body))).status, 404, 'no such adapter');
+      assert.deepEqual(counted.calls, [], 'the store is not touched before the signature is verified');
+      assert.equal((await post('fal', sim.signWebhook(requestId, body))).status, 200);
+      assert.equal(counted.calls[0], 'getEpisode', 'a verified callback reads the step');
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it('a body over 64 KiB, declared or sent, is refused (413) before any check; a stalled request is cut off (408)', async () => {
+    const counted = countingStore(store);
+    const vendors = falVendors(sim);
+    const opened: string[] = [];
+    const openCallbacks = (adapter: string) => {
+      opened.push(adapter);
+      return vendors.openCallbacks(adapter);
+    };
+    const limited = await startCallbackReceiver(
+      {
+        store: counted.store,
+        vendors: { ...vendors, openCallbacks },
+        signalReconciled: () => Promise.resolve(),
+        log: () => {},
+      },
+      '127.0.0.1:0',
+    );
+    try {
+      const head = `POST /callbacks/fal?ref=${encodeURIComponent(`${id}:video:r0`)} HTTP/1.1\r\nHost: receiver\r\n`;
+      const chunk = `1000\r\n${'x'.repeat(4096)}\r\n`;
+      const [declared, streamed, headers, body] = await Promise.all([
+        exchange(limited.url, [`${head}Content-Length: ${65 * 1024}\r\n\r\n`]),
+        exchange(limited.url, [`${head}Transfer-Encoding: chunked\r\n\r\n`, chunk.repeat(17), '0\r\n\r\n']),
+        exchange(limited.url, [head]),
+        exchange(limited.url, [`${head}Content-Length: 100\r\n\r\n{"request_id":`]),
+      ]);
+      assert.equal(declared, 'HTTP/1.1 413 Payload Too Large', 'a Content-Length over the limit, before the body');
+      assert.equal(streamed, 'HTTP/1.1 413 Payload Too Large', 'a chunked body that grows over the limit');
+      assert.equal(headers, 'HTTP/1.1 408 Request Timeout', 'headers never finished (headersTimeout)');
+      assert.equal(body, 'HTTP/1.1 408 Request Timeout', 'a body that stops short (requestTimeout)');
+      assert.deepEqual([opened, counted.calls], [[], []], 'no adapter opened, no store read');
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('bad requests: wrong path or method, a ref that is no step, an oversized body', async () => {
     const get = await fetch(`${receiver.url}/callbacks/fal`);
     assert.equal(get.status, 404);
@@ -146,3 +209,33 @@ describe('vendor callbacks: signed webhooks reconcile a parked step once', funct
     assert.equal(huge.status, 413);
   });
 });
+
+/** The store, with every call it is asked (reads included) kept by name, in order. */
+function countingStore(store: EpisodeStore): { store: EpisodeStore; calls: string[] } {
+  const calls: string[] = [];
+  const counted = new Proxy(store, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]): unknown => {
+        calls.push(String(name));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: counted, calls };
+}
+
+/** Writes `parts` on a raw connection; resolves with the status line the receiver answered once it closes it. */
+function exchange(url: string, parts: string[]): Promise<string> {
+  return new Promise((resolve) => {
+    const { hostname, port } = new URL(url);
+    const socket = net.connect(Number(port), hostname);
+    let answer = '';
+    socket.on('data', (d: Buffer) => void (answer += d.toString('latin1')));
+    // The receiver drops a connection it refused while the rest of the body is still on its way.
+    socket.on('error', () => {});
+    socket.on('close', () => resolve(answer.split('\r\n')[0] ?? ''));
+    for (const part of parts) socket.write(part);
+  });
+}

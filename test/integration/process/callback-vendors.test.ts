@@ -95,7 +95,10 @@ describe('the callback receiver, with each vendor’s signed webhook', function 
 
   function directoryOf(vendor: string, adapter: VendorAdapter) {
     const name = vendor.split(':')[0]!;
-    return vendorDirectory({ [name]: () => Promise.resolve(adapter) }, () => vendor);
+    const callbacks = { readCallback: adapter.readCallback!.bind(adapter) };
+    return vendorDirectory({ [name]: () => Promise.resolve(adapter) }, () => vendor, undefined, {
+      [name]: () => Promise.resolve(callbacks),
+    });
   }
 
   it('Replicate: the parked step takes the prediction and is signalled', async () => {

@@ -5,7 +5,9 @@ import * as path from 'node:path';
 import type { z } from 'zod';
 import type { EpisodeId } from '../../../src/domain/episode-id';
 import type { FalSimulator } from '../../../src/vendor-sim/fal';
+import { vendorsFromEnv } from '../../../src/vendors/directory';
 import { FalHttp } from '../../../src/vendors/fal-http';
+import { FAL_JWKS_TTL_MS } from '../../../src/vendors/fal-jwks';
 import { firstFileUrl, listSchema, statusSchema, submitSchema, webhookSchema } from '../../../src/vendors/fal-api';
 import type { CallbackRequest, VendorAdapter, VendorJob } from '../../../src/vendors/port';
 import { isVendorError } from '../../../src/vendor-api/vendor-error';
@@ -139,6 +141,60 @@ describe('fal adapter', function () {
     for (const request of refusals) {
       await assert.rejects(fal.readCallback!(request), (e) => isVendorError(e) && e.operation === 'readCallback');
     }
+  });
+
+  it('the JWKS is kept: many webhooks cost one fetch, forged ones no more, a rotated key is fetched once', async () => {
+    let now = Date.now();
+    const clocked = testFalAdapter(sim, undefined, { now: () => now });
+    const done = await finished((await submit()).job_id);
+    const requestId = done.job_id.split('@')[1]!;
+    const body = Buffer.from(JSON.stringify({ request_id: requestId, status: 'OK', payload: {}, error: null }));
+    const url = new URL(`http://127.0.0.1/hook?ref=${encodeURIComponent(`${EPISODE}:video:r0`)}`);
+    const signed = () => ({ url, headers: sim.signWebhook(requestId, body, Math.floor(now / 1000)), body });
+    const forged = () => ({ url, headers: { ...signed().headers, 'x-fal-webhook-signature': 'ab'.repeat(64) }, body });
+    const fetches = () => sim.requests().filter((r) => r.path === '/.well-known/jwks.json').length;
+    const refusedAll = async (n: number, request: () => CallbackRequest) => {
+      const results = await Promise.allSettled(Array.from({ length: n }, () => clocked.readCallback!(request())));
+      assert.ok(results.every((r) => r.status === 'rejected'));
+    };
+
+    const first = await Promise.all(Array.from({ length: 10 }, () => clocked.readCallback!(signed())));
+    for (let i = 0; i < 10; i++) await clocked.readCallback!(signed());
+    assert.ok(first.every((c) => c.jobId === done.job_id));
+    assert.equal(fetches(), 1, '20 webhooks, 10 of them at once: one fetch');
+    await refusedAll(50, forged);
+    assert.equal(fetches(), 1, 'forged signatures within the minute: no refetch');
+
+    sim.rotateWebhookKey();
+    await refusedAll(1, signed);
+    assert.equal(fetches(), 1, 'a new key within a minute of the last fetch waits');
+    now += 61_000;
+    assert.equal((await clocked.readCallback!(signed())).jobId, done.job_id, 'the rotated key is picked up');
+    assert.equal(fetches(), 2);
+    await Promise.all(Array.from({ length: 10 }, () => clocked.readCallback!(signed())));
+    await refusedAll(50, forged);
+    assert.equal(fetches(), 2, 'and kept');
+    now += 61_000;
+    await refusedAll(50, forged);
+    assert.equal(fetches(), 3, 'a minute on, 50 forged signatures at once cost one refetch between them');
+    now += FAL_JWKS_TTL_MS;
+    await clocked.readCallback!(signed());
+    assert.equal(fetches(), 4, 'kept for FAL_JWKS_TTL_MS at most');
+  });
+
+  it('the callback receiver’s reader (vendorsFromEnv) needs no key and keeps one JWKS for every callback', async () => {
+    const done = await finished((await submit()).job_id);
+    const requestId = done.job_id.split('@')[1]!;
+    const body = Buffer.from(JSON.stringify({ request_id: requestId, status: 'OK', payload: {}, error: null }));
+    const url = new URL(`http://127.0.0.1/hook?ref=${encodeURIComponent(`${EPISODE}:video:r0`)}`);
+    const vendors = vendorsFromEnv({ EPISODES_FAL_JWKS_URL: sim.jwksUrl });
+    for (let i = 0; i < 5; i++) {
+      const reader = await vendors.openCallbacks('fal');
+      const callback = await reader!.readCallback({ url, headers: sim.signWebhook(requestId, body), body });
+      assert.equal(callback.jobId, done.job_id);
+    }
+    assert.equal(sim.requests().filter((r) => r.path === '/.well-known/jwks.json').length, 1);
+    assert.equal(await vendors.openCallbacks('native'), null, 'the native vendor sends no callbacks');
   });
 
   it('a webhook delivered twice verifies twice and names the same request', async () => {
