@@ -11,7 +11,7 @@ import { check, type CheckResult } from './check/checker';
 import { campaignTable, exitCode, violationDetails, violations, type ReportHeader } from './check/report';
 import { writeCampaignDocs } from './docs';
 import { Driver } from './driver';
-import { parseOptions, USAGE } from './options';
+import { parseOptions, unsafeStoreError, USAGE } from './options';
 import { FAULT_TITLES, generatePlan, planSchema, replayCommand, type Plan } from './plan';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -48,6 +48,11 @@ async function main(): Promise<number> {
         workers: o.workers,
         without: o.without,
       });
+  const refused = unsafeStoreError(o.unsafe, plan.store);
+  if (refused) {
+    process.stderr.write(`campaign: ${refused}\n`);
+    return 2;
+  }
   const out = path.resolve(o.out ?? mkdtempSync(path.join(os.tmpdir(), 'episodes-campaign-')));
   await fs.mkdir(out, { recursive: true });
   await fs.rm(path.join(out, 'history.jsonl'), { force: true });
