@@ -3,7 +3,7 @@
  * Production code has no option or variable for any of these: a test, or a test-only entry point (alloc-client.ts,
  * unsafe-worker.ts, bench/alloc-proc.ts), builds them here from the same settings `openStore()` reads.
  */
-import { mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import type { PoolClient } from 'pg';
 import { z } from 'zod';
@@ -108,7 +108,8 @@ function removeFenceUnder(dataDir: string): void {
       const root = [...unfenced].find((d) => this.lockPath.startsWith(`${d}${path.sep}`));
       if (root === undefined) return fencedWithLock.call(this, critical) as Promise<T>;
       const stage = stagingBeside(root);
-      return fencedWithLock.call(this, (guard) => critical(heartbeatOnly(guard, stage))) as Promise<T>;
+      const note = (why: string) => appendFileSync(`${root}.no-fence.log`, `${new Date().toISOString()} ${why}\n`);
+      return fencedWithLock.call(this, (guard) => critical(heartbeatOnly(guard, stage, note))) as Promise<T>;
     };
   }
   unfenced.add(dataDir);
@@ -117,15 +118,20 @@ function removeFenceUnder(dataDir: string): void {
 /** A refusal that came from the fence (lock-fence.ts, `moved()`), not from the heartbeat. */
 const FENCE_REFUSAL = /taken over by another process while this one was frozen/;
 
-/** The lock's guard without its fence: a commit staged at `stage`, refused only when the heartbeat failed. */
-function heartbeatOnly(guard: LockGuard, stage: (file: string) => string): LockGuard {
+/**
+ * The lock's guard without its fence: a commit staged at `stage`, refused only when the heartbeat failed. Each time
+ * the fence would have refused, `note` hears of it (beside the data dir: the proof's evidence).
+ */
+function heartbeatOnly(guard: LockGuard, stage: (file: string) => string, note: (why: string) => void): LockGuard {
   const assertHeld = () => {
     try {
       guard.assertHeld();
     } catch (e) {
-      if (!(e instanceof PipelineError && e.type === ErrorType.LockCompromised && FENCE_REFUSAL.test(e.message))) {
-        throw e;
-      }
+      const fence = e instanceof PipelineError && e.type === ErrorType.LockCompromised && FENCE_REFUSAL.test(e.message);
+      note(
+        `pid ${process.pid}: ${e instanceof Error ? e.message : String(e)}; ${fence ? 'goes on without the fence' : 'refused'}`,
+      );
+      if (!fence) throw e;
     }
   };
   return {
