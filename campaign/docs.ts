@@ -7,10 +7,16 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { writeDocTables, type DocTableGenerator } from '../testkit/doc-tables';
 import { campaignTable, violations } from './check/report';
-import { FAULT_TITLES, STORE_KINDS } from './plan';
+import { FAULT_TITLES, STORE_KINDS, type StoreKind } from './plan';
 
 /** The test-only unsafe workers the proofs run (testkit/unsafe-stores.ts). */
-export const CAMPAIGN_UNSAFE = ['no-lock', 'no-intent', 'no-reassert'] as const;
+export const CAMPAIGN_UNSAFE = ['no-lock', 'no-intent', 'no-reassert', 'no-fence'] as const;
+export type CampaignUnsafe = (typeof CAMPAIGN_UNSAFE)[number];
+
+/** The variants that exist for one store only: PostgreSQL has no lock fence (a frozen session's transaction ends). */
+export const CAMPAIGN_UNSAFE_STORE: Partial<Record<CampaignUnsafe, StoreKind>> = {
+  'no-fence': 'file',
+};
 
 const count = z.number().int().nonnegative();
 

@@ -210,47 +210,74 @@ export class FaultRunner {
    * for a fault planned at a wave's allocations; any lock otherwise); that worker is stopped (SIGSTOP), and it is a
    * hit only if, once stopped, the lock is still its own. Frozen past the lock's stale time (others take the lock
    * over meanwhile), then resumed: its stale writes must be refused. Missed if no worker is seen holding a lock
-   * within ARMED_PATIENCE submissions.
+   * within ARMED_PATIENCE submissions. A fault `atStagedCommit` (the no-fence proof's) freezes only a holder seen at an
+   * allocation's commit point (its week index staged, campaign/locks.ts), before and once stopped.
    */
   private freeze(f: PlannedFault): Promise<void> {
     const wanted = 'wave' in f.trigger ? 'pipeline' : undefined;
-    return this.freezes.run(async () => {
-      const { pool } = this.env.stack;
-      const reader = this.env.stack.store.locks();
-      this.line(f, 'injected', { watching: wanted ?? 'any lock' });
-      let over = false;
-      void this.patience().then(() => (over = true));
-      let tries = 0;
-      try {
-        while (!over) {
-          const seen = (await reader.held()).filter((h) => wanted === undefined || h.lock === wanted);
-          const holder = seen.map((h) => ({ h, w: pool.baseByPid(h.pid) })).find((x) => x.w !== undefined);
-          if (!holder?.w) {
-            await sleep(10);
-            continue;
+    // Aimed at a commit point, no other process fault (a SIGKILL of all workers) may end the frozen worker first.
+    const alone = <T>(body: () => Promise<T>) => (f.atStagedCommit ? this.processes.run(body) : body());
+    return this.freezes.run(() =>
+      alone(async () => {
+        const { pool } = this.env.stack;
+        const reader = this.env.stack.store.locks();
+        this.line(f, 'injected', { watching: wanted ?? 'any lock' });
+        let over = false;
+        void this.patience().then(() => (over = true));
+        let tries = 0;
+        try {
+          while (!over) {
+            const seen = (await reader.held()).filter(
+              (h) =>
+                (wanted === undefined || h.lock === wanted) && (!f.atStagedCommit || reader.stagedCommit?.(h) === true),
+            );
+            const holder = seen.map((h) => ({ h, w: pool.baseByPid(h.pid) })).find((x) => x.w !== undefined);
+            if (!holder?.w) {
+              await sleep(10);
+              continue;
+            }
+            const { h, w } = holder;
+            tries += 1;
+            w.child.kill('SIGSTOP');
+            for (let i = 0; i < 200 && w.alive() && !isStopped(w); i++) await sleep(5);
+            const still = isStopped(w) && (await reader.held()).some((x) => x.lock === h.lock && x.pid === h.pid);
+            const staged = reader.stagedCommit?.(h) === true;
+            if (!still || (f.atStagedCommit && !staged)) {
+              w.child.kill('SIGCONT'); // it let the lock go before it stopped: not a hit, look again
+              continue;
+            }
+            this.line(f, 'hit', {
+              lock: h.lock,
+              pid: h.pid,
+              worker: w.name,
+              tries,
+              staged,
+              note: 'stopped holding the lock',
+            });
+            const frozenMs = LOCK_STALE_MS * 2 + 1_000;
+            await sleep(frozenMs);
+            const after = (await reader.held()).filter((x) => x.lock === h.lock);
+            w.child.kill('SIGCONT');
+            this.env.restarted();
+            // Aimed: the resumed worker gets to finish or drop its staged commit before another fault may end it.
+            let resumedMs = 0;
+            for (; f.atStagedCommit && resumedMs < 5_000 && reader.stagedCommit?.(h) === true; resumedMs += 10) {
+              await sleep(10);
+            }
+            const lockAfter = describeHolders(after, h.pid);
+            return this.line(f, 'healed', {
+              resumed: true,
+              frozenMs,
+              lockAfter,
+              ...(f.atStagedCommit ? { resumedMs } : {}),
+            });
           }
-          const { h, w } = holder;
-          tries += 1;
-          w.child.kill('SIGSTOP');
-          for (let i = 0; i < 200 && w.alive() && !isStopped(w); i++) await sleep(5);
-          const still = isStopped(w) && (await reader.held()).some((x) => x.lock === h.lock && x.pid === h.pid);
-          if (!still) {
-            w.child.kill('SIGCONT'); // it let the lock go before it stopped: not a hit, look again
-            continue;
-          }
-          this.line(f, 'hit', { lock: h.lock, pid: h.pid, worker: w.name, tries, note: 'stopped holding the lock' });
-          const frozenMs = LOCK_STALE_MS * 2 + 1_000;
-          await sleep(frozenMs);
-          const after = (await reader.held()).filter((x) => x.lock === h.lock);
-          w.child.kill('SIGCONT');
-          this.env.restarted();
-          return this.line(f, 'healed', { resumed: true, frozenMs, lockAfter: describeHolders(after, h.pid) });
+          this.line(f, 'missed', { tries, note: 'no base worker was seen holding a lock' });
+        } finally {
+          await reader.close();
         }
-        this.line(f, 'missed', { tries, note: 'no base worker was seen holding a lock' });
-      } finally {
-        await reader.close();
-      }
-    });
+      }),
+    );
   }
 
   // ---- the vendor ----

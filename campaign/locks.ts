@@ -21,6 +21,8 @@ export interface HeldLock {
 export interface LockReader {
   /** The locks held now, each with its holder's pid. */
   held(): Promise<HeldLock[]>;
+  /** Whether the holder is at an allocation's commit point, its week index staged (file store only). */
+  stagedCommit?(h: HeldLock): boolean;
   close(): Promise<void>;
 }
 
@@ -53,6 +55,29 @@ export class FileLockReader implements LockReader {
       look(`episode ${id}`, path.join(data, 'episodes', id, 'episode.lock'));
     }
     return Promise.resolve(found);
+  }
+
+  /**
+   * Whether the holder is at an allocation's commit point: its key file committed, its week index staged and not yet
+   * renamed into place. Seen from its temp files (`<name>.<pid>-<random>.tmp`, durable-fs.ts stageFile) in its fence
+   * (`<lock>/<holder entry>/c-<nonce>/`, lock-fence.ts), or beside the data dir where the test-only no-fence store
+   * stages them (testkit/unsafe-stores.ts).
+   */
+  stagedCommit(h: HeldLock): boolean {
+    const data = this.dataDir();
+    const lockDir =
+      h.lock === 'pipeline'
+        ? path.join(data, 'pipeline.lock')
+        : path.join(data, 'episodes', h.lock.slice('episode '.length), 'episode.lock');
+    const fences = entries(lockDir)
+      .filter((e) => holderPid(e) === h.pid)
+      .flatMap((e) => entries(path.join(lockDir, e)).map((c) => path.join(lockDir, e, c)));
+    const temps = [...fences, `${data}.unsafe-staging`]
+      .flatMap((dir) => entries(dir))
+      .filter((n) => n.endsWith('.tmp') && n.includes(`.${h.pid}-`));
+    const week = temps.some((n) => /\d{4}-W\d{2}\.json\.\d+-\w+\.tmp$/.test(n));
+    const key = temps.some((n) => /[0-9a-f]{64}\.json\.\d+-\w+\.tmp$/.test(n));
+    return week && !key;
   }
 
   close(): Promise<void> {

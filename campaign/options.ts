@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { CAMPAIGN_UNSAFE } from './docs';
+import { CAMPAIGN_UNSAFE, CAMPAIGN_UNSAFE_STORE } from './docs';
 import { FAULT_KINDS, STORE_KINDS } from './plan';
 import { VENDOR_CHOICES } from './vendors';
 
@@ -30,7 +30,7 @@ Options:
   --without K,...   leave these fault kinds out of the plan:
                     ${FAULT_KINDS.join(', ')}
   --unsafe V        test-only workers (${CAMPAIGN_UNSAFE.join(', ')}), to show that the checker finds what each
-                    protection prevents
+                    protection prevents; no-fence on the file store only
   -h, --help        print this and exit
 `;
 
@@ -91,7 +91,17 @@ export function parseOptions(argv: readonly string[], randomSeed: () => number =
     const error = parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ');
     return { kind: 'error', error };
   }
+  // With --replay the plan names the store: run.ts checks that one.
+  const refused = parsed.data.replay ? undefined : unsafeStoreError(parsed.data.unsafe, parsed.data.store);
+  if (refused) return { kind: 'error', error: refused };
   return { kind: 'run', options: parsed.data };
+}
+
+/** Why `--unsafe unsafe` cannot run on `store` (a variant of the other store's), or undefined when it can. */
+export function unsafeStoreError(unsafe: CampaignOptions['unsafe'], store: string): string | undefined {
+  const only = unsafe && CAMPAIGN_UNSAFE_STORE[unsafe];
+  if (!only || only === store) return undefined;
+  return `--unsafe ${unsafe} is a variant of the ${only} store only; not of the ${store} store`;
 }
 
 function defaultSeed(): number {

@@ -149,6 +149,8 @@ const faultSchema = z.strictObject({
   amount: z.number().int().min(0).optional(),
   /** store-restore: the backup is taken at `trigger`, restored at this accepted count; pg-failover: the cut. */
   until: z.number().int().min(1).optional(),
+  /** worker-freeze: only a holder at an allocation's commit point, its week index staged, is frozen. */
+  atStagedCommit: z.boolean().optional(),
 });
 export type PlannedFault = z.infer<typeof faultSchema>;
 
@@ -215,6 +217,20 @@ export function replayCommand(plan: Plan, file: string, unsafe?: string): string
       ]
     : [`--replay ${file}`];
   return `npm run campaign -- ${[...args, ...(unsafe ? [`--unsafe ${unsafe}`] : [])].join(' ')}`;
+}
+
+/**
+ * The plan with every worker-freeze at a wave's allocations, each wave in turn, on a holder at its commit point (key
+ * file committed, week index staged): the frozen worker holds the pipeline lock, which the wave's other allocations
+ * (and the retry of its own) take over meanwhile. The no-fence proof aims its freezes there: a freeze planned at a
+ * submission count finds an episode's lock, which no other worker wants within the freeze, so nothing is taken over;
+ * a holder frozen before its commit point reads again once resumed, so nothing stale can land.
+ */
+export function freezesAtAllocations(plan: Plan): Plan {
+  let wave = 0;
+  const aimed = (f: PlannedFault): PlannedFault =>
+    f.kind === 'worker-freeze' ? { ...f, trigger: { wave: wave++ % plan.waves.length }, atStagedCommit: true } : f;
+  return { ...plan, faults: plan.faults.map(aimed) };
 }
 
 export interface PlanOptions {

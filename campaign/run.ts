@@ -11,8 +11,8 @@ import { check, type CheckResult } from './check/checker';
 import { campaignTable, exitCode, violationDetails, violations, type ReportHeader } from './check/report';
 import { writeCampaignDocs } from './docs';
 import { Driver } from './driver';
-import { parseOptions, USAGE } from './options';
-import { FAULT_TITLES, generatePlan, planSchema, replayCommand, type Plan } from './plan';
+import { parseOptions, unsafeStoreError, USAGE } from './options';
+import { FAULT_TITLES, freezesAtAllocations, generatePlan, planSchema, replayCommand, type Plan } from './plan';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
@@ -36,7 +36,7 @@ async function main(): Promise<number> {
     return 2;
   }
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const plan: Plan = o.replay
+  const drawn: Plan = o.replay
     ? planSchema.parse(JSON.parse(readFileSync(o.replay, 'utf8')))
     : generatePlan({
         seed: o.seed,
@@ -48,6 +48,13 @@ async function main(): Promise<number> {
         workers: o.workers,
         without: o.without,
       });
+  // The no-fence proof freezes lock holders where a takeover follows (a replayed plan.json is aimed already).
+  const plan = o.unsafe === 'no-fence' && !o.replay ? freezesAtAllocations(drawn) : drawn;
+  const refused = unsafeStoreError(o.unsafe, plan.store);
+  if (refused) {
+    process.stderr.write(`campaign: ${refused}\n`);
+    return 2;
+  }
   const out = path.resolve(o.out ?? mkdtempSync(path.join(os.tmpdir(), 'episodes-campaign-')));
   await fs.mkdir(out, { recursive: true });
   await fs.rm(path.join(out, 'history.jsonl'), { force: true });

@@ -188,6 +188,11 @@ export class WorkerPool {
     const target = s.store.target();
     // Without the pipeline lock, a slow disk between decision and commit (300 ms) lets allocations of a week overlap.
     if (s.unsafe === 'no-lock') failpoints = [failpoints, 'allocation.decided=delay:300'].filter(Boolean).join(',');
+    // Without the fence, a slow disk after the key file's commit (300 ms) is where a frozen holder has its commit
+    // point under way (worker-freeze `atStagedCommit`); not for an armed worker that is to die there.
+    if (s.unsafe === 'no-fence' && !failpoints?.includes('allocation.key-written')) {
+      failpoints = [failpoints, 'allocation.key-written=delay:300'].filter(Boolean).join(',');
+    }
     return startWorkerProcess(name, {
       address: s.address(),
       taskQueue: s.taskQueue,

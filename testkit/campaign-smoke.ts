@@ -5,6 +5,10 @@
  * recovered. Each run draws a new seed and adapter (EPISODES_CAMPAIGN_SEED replays one) and prints them with the
  * replay command; a failing run keeps its plan, history and report under $EPISODES_CI_OUT (.ci/run: .ci-out/), or in a temp folder.
  * `npm run test:faults` runs each store with each adapter (native, fal, replicate, mixed).
+ *
+ * The proof switch (test-only): EPISODES_CAMPAIGN_UNSAFE=V runs the campaign with `--unsafe V`, workers on a store with
+ * one protection taken away (testkit/unsafe-stores.ts), and the test must then fail, e.g.
+ * `EPISODES_CAMPAIGN_UNSAFE=no-fence EPISODES_CAMPAIGN_SEED=S npx mocha dist/test/faults/campaign-file.test.js`.
  */
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
@@ -61,7 +65,12 @@ function smokeRun(store: Store, fixed: Vendor | undefined): void {
     const { seed, vendor } = draw(store, fixed);
     const out = outDir(store, seed);
     const args = [...SIZE, '--store', store, '--vendor', vendor, '--seed', String(seed), '--out', out];
-    console.log(`campaign smoke, ${store} store: seed ${seed}, vendor ${vendor}; out ${out}`);
+    // The campaign checks the variant's name and store (exit 2 on a wrong one).
+    const unsafe = process.env.EPISODES_CAMPAIGN_UNSAFE;
+    if (unsafe) args.push('--unsafe', unsafe);
+    console.log(
+      `campaign smoke, ${store} store: seed ${seed}, vendor ${vendor}${unsafe ? `, UNSAFE ${unsafe}` : ''}; out ${out}`,
+    );
     const run = await runNode('campaign/run.js', args);
     console.log(run.stdout.slice(run.stdout.indexOf('\n| fault')));
     const report = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as Report;
@@ -74,7 +83,7 @@ function smokeRun(store: Store, fixed: Vendor | undefined): void {
     );
     assert.equal(run.code, 0, `${run.stderr.slice(-3000)}; kept in ${out}`);
     assert.equal(report.seed, seed);
-    assert.match(report.replay, new RegExp(`--store ${store} .*--seed ${seed}$`));
+    assert.match(report.replay, new RegExp(`--store ${store} .*--seed ${seed}${unsafe ? ` --unsafe ${unsafe}` : ''}$`));
     const planned = [...new Set(plan.faults.map((f) => f.kind))].sort();
     assert.deepEqual(report.faults.map((k) => k.kind).sort(), planned, 'every planned kind is counted');
     for (const k of report.faults) assert.equal(k.recovered, k.hit, `${k.kind}: every hit recovered`);

@@ -3,14 +3,14 @@
  * Production code has no option or variable for any of these: a test, or a test-only entry point (alloc-client.ts,
  * unsafe-worker.ts, bench/alloc-proc.ts), builds them here from the same settings `openStore()` reads.
  */
-import { mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import type { PoolClient } from 'pg';
 import { z } from 'zod';
 import type { AllocationRequest, AllocationResult, EpisodeStore } from '../src/store/episode-store';
 import { FileEpisodeStore } from '../src/store/file-store';
 import { openStore, type StoreSelection } from '../src/store/open-store';
-import { PipelineLock, type LockGuard } from '../src/store/pipeline-lock';
+import { DirectoryLock, PipelineLock, type LockGuard, type LockOptions } from '../src/store/pipeline-lock';
 import { PostgresEpisodeStore } from '../src/store/postgres-store';
 import { lockOptionsFromEnv, storeEnvironment } from '../src/store/store-config';
 import { failpoint } from '../src/failpoints';
@@ -29,6 +29,11 @@ export const unsafeVariantSchema = z.enum([
   'no-intent',
   /** The store refuses to re-assert an allocation it forgot: the run's episode stays unknown. */
   'no-reassert',
+  /**
+   * File store: its locks (pipeline and episodes') still taken, but without their fence (lock-fence.ts): commits
+   * staged beside the data dir, and a holder refused only once its heartbeat failed, as before decision 0014.
+   */
+  'no-fence',
 ]);
 export type UnsafeVariant = z.infer<typeof unsafeVariantSchema>;
 
@@ -55,6 +60,7 @@ export function openUnsafeStore(variant: UnsafeVariant | undefined, selection: S
     const dataDir = selection.dataDir ?? env.dataDir;
     if (variant === 'no-lock') return new UnlockedFileStore(dataDir, lock);
     if (variant === 'stale-only-lock') return new FileEpisodeStore(dataDir, { ...lock, holderProvenDead: () => false });
+    if (variant === 'no-fence') return new UnfencedFileStore(dataDir, lock);
   }
   throw new Error(`no ${variant} variant of the ${url ? 'PostgreSQL' : 'file'} store`);
 }
@@ -65,13 +71,76 @@ export function openUnsafeStore(variant: UnsafeVariant | undefined, selection: S
  */
 class NoPipelineLock extends PipelineLock {
   override withLock<T>(critical: (guard: LockGuard) => Promise<T>): Promise<T> {
-    const staging = `${this.dataDir}.unsafe-staging`;
-    mkdirSync(staging, { recursive: true });
-    return critical({
-      assertHeld: () => undefined,
-      commitPrefix: (file) => path.join(staging, file.replace(/[^A-Za-z0-9.-]/g, '_')),
-    });
+    return critical({ assertHeld: () => undefined, commitPrefix: stagingBeside(this.dataDir) });
   }
+}
+
+/** Where a commit's temp file goes without a fence: a folder beside the data dir (same file system). */
+function stagingBeside(dataDir: string): (file: string) => string {
+  const staging = `${dataDir}.unsafe-staging`;
+  mkdirSync(staging, { recursive: true });
+  return (file) => path.join(staging, file.replace(/[^A-Za-z0-9.-]/g, '_'));
+}
+
+/**
+ * The file store with its locks' fence removed (decision 0014): every lock is taken as before, but a commit stages its
+ * temp file beside the data dir, not in the holder's fence, so a rename is no longer refused once the lock has moved;
+ * and the guard no longer looks at the fence (the holder's entry gone), only at the heartbeat. A holder frozen past
+ * the stale time and taken over can then, once resumed, commit what it began before its heartbeat notices.
+ */
+export class UnfencedFileStore extends FileEpisodeStore {
+  constructor(dataDir: string, lockOptions: LockOptions) {
+    super(dataDir, lockOptions);
+    removeFenceUnder(this.dataDir);
+  }
+}
+
+/** Data dirs whose locks go without their fence (the episode locks are made inside the store, hence here). */
+const unfenced = new Set<string>();
+
+function removeFenceUnder(dataDir: string): void {
+  if (unfenced.size === 0) {
+    const fencedWithLock = Reflect.get<DirectoryLock, 'withLock'>(DirectoryLock.prototype, 'withLock');
+    DirectoryLock.prototype.withLock = function <T>(
+      this: DirectoryLock,
+      critical: (guard: LockGuard) => Promise<T>,
+    ): Promise<T> {
+      const root = [...unfenced].find((d) => this.lockPath.startsWith(`${d}${path.sep}`));
+      if (root === undefined) return fencedWithLock.call(this, critical) as Promise<T>;
+      const stage = stagingBeside(root);
+      const note = (why: string) => appendFileSync(`${root}.no-fence.log`, `${new Date().toISOString()} ${why}\n`);
+      return fencedWithLock.call(this, (guard) => critical(heartbeatOnly(guard, stage, note))) as Promise<T>;
+    };
+  }
+  unfenced.add(dataDir);
+}
+
+/** A refusal that came from the fence (lock-fence.ts, `moved()`), not from the heartbeat. */
+const FENCE_REFUSAL = /taken over by another process while this one was frozen/;
+
+/**
+ * The lock's guard without its fence: a commit staged at `stage`, refused only when the heartbeat failed. Each time
+ * the fence would have refused, `note` hears of it (beside the data dir: the proof's evidence).
+ */
+function heartbeatOnly(guard: LockGuard, stage: (file: string) => string, note: (why: string) => void): LockGuard {
+  const assertHeld = () => {
+    try {
+      guard.assertHeld();
+    } catch (e) {
+      const fence = e instanceof PipelineError && e.type === ErrorType.LockCompromised && FENCE_REFUSAL.test(e.message);
+      note(
+        `pid ${process.pid}: ${e instanceof Error ? e.message : String(e)}; ${fence ? 'goes on without the fence' : 'refused'}`,
+      );
+      if (!fence) throw e;
+    }
+  };
+  return {
+    assertHeld,
+    commitPrefix: (file) => {
+      assertHeld();
+      return stage(file);
+    },
+  };
 }
 
 /** The file store without its pipeline lock (the allocator looks the lock up on each allocation). */

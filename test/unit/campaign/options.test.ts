@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { parseOptions, USAGE } from '../../../campaign/options';
+import { parseOptions, unsafeStoreError, USAGE } from '../../../campaign/options';
 import { FAULT_KINDS } from '../../../campaign/plan';
 
 describe('campaign options', () => {
@@ -68,5 +68,18 @@ describe('campaign options', () => {
     assert.equal(parsed.options.store, 'postgres');
     assert.equal(parsed.options.out, '/x');
     assert.deepEqual(parsed.options.without, ['pg-failover']);
+  });
+
+  it("--unsafe no-fence is the file store's variant: on PostgreSQL an error that says so", () => {
+    const file = parseOptions(['--unsafe', 'no-fence'], () => 1);
+    assert.equal(file.kind === 'run' && file.options.unsafe, 'no-fence');
+    const postgres = parseOptions(['--unsafe', 'no-fence', '--store', 'postgres'], () => 1);
+    assert.equal(postgres.kind, 'error');
+    assert.match(postgres.kind === 'error' ? postgres.error : '', /no-fence .*file store only.*postgres/);
+    // A replayed plan names its store: run.ts asks the same question of it.
+    assert.equal(parseOptions(['--unsafe', 'no-fence', '--replay', 'p.json', '--store', 'postgres']).kind, 'run');
+    assert.match(unsafeStoreError('no-fence', 'postgres') ?? '', /file store only/);
+    assert.equal(unsafeStoreError('no-lock', 'postgres'), undefined);
+    assert.equal(unsafeStoreError(undefined, 'postgres'), undefined);
   });
 });

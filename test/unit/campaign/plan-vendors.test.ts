@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import {
   FAULT_KINDS,
+  freezesAtAllocations,
   generatePlan,
   planSchema,
   targetsOf,
@@ -57,5 +58,18 @@ describe('campaign plan per vendor', () => {
     assert.ok(!plan('fal').faults.some((f) => f.kind === 'vendor-repeat'));
     assert.ok(!plan('replicate').faults.some((f) => f.kind === 'vendor-repeat' || f.kind === 'vendor-slow'));
     assert.ok(plan('mixed').faults.some((f) => f.kind === 'vendor-repeat' && f.target === 'native'));
+  });
+
+  it('the no-fence proof aims every worker-freeze at a wave, at a commit point; the rest of the plan is the same', () => {
+    const drawn = plan('native');
+    const aimed = freezesAtAllocations(drawn);
+    assert.ok(planSchema.safeParse(aimed).success);
+    const freezes = aimed.faults.filter((f) => f.kind === 'worker-freeze');
+    assert.ok(freezes.length > 1);
+    for (const f of freezes) assert.ok('wave' in f.trigger && f.atStagedCommit === true, f.id);
+    assert.deepEqual(new Set(freezes.map((f) => ('wave' in f.trigger ? f.trigger.wave : -1))).size, drawn.waves.length);
+    const others = (p: typeof drawn) => p.faults.filter((f) => f.kind !== 'worker-freeze');
+    assert.deepEqual(others(aimed), others(drawn));
+    assert.deepEqual({ ...aimed, faults: [] }, { ...drawn, faults: [] });
   });
 });
