@@ -68,7 +68,7 @@ export function campaignTableOf(r: SavedReport): string {
 /** Writes the report's table between its markers and records it (each violation's first example, shortened). */
 export function writeCampaignDocs(report: unknown, root?: string): Promise<string[]> {
   const r = reportSchema.parse(report);
-  const invariants = r.invariants.map((i) => ({ ...i, details: i.details.slice(0, 1).map((d) => shorten(d, 160)) }));
+  const invariants = r.invariants.map((i) => ({ ...i, details: i.details.slice(0, 1).map((d) => shorten(d, 80)) }));
   return writeDocTables(campaignDocTables, { [campaignTableOf(r)]: { ...r, invariants } }, root);
 }
 

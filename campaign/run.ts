@@ -31,8 +31,10 @@ async function main(): Promise<number> {
     return 2;
   }
   const o = parsed.options;
-  if (o.docs && o.vendor !== 'native') {
-    process.stderr.write('campaign: --docs writes the native tables of docs/reliability.md; drop it with --vendor\n');
+  if (o.docs && o.vendor !== 'native' && !o.unsafe) {
+    process.stderr.write(
+      'campaign: --docs writes the native tables of docs/reliability.md (and the --unsafe lines, of any vendor); drop it with --vendor\n',
+    );
     return 2;
   }
   Runtime.install({ logger: new DefaultLogger('ERROR') });
