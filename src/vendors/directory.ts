@@ -12,7 +12,7 @@ import { vendorEndpointFromEnv, type VendorEndpoint } from '../vendor-api/endpoi
 import { NATIVE_PROFILE, nativeAdapter } from './native';
 import type { VendorProfile } from '../domain/vendor-profile';
 import { falProfile } from './fal';
-import { falCallbackOpener, falEndpointFromEnv, falOpener } from './fal-opener';
+import { falCallbackOpener, falOpener } from './fal-opener';
 import { meteredMaxCentsFromEnv } from './metered-max';
 import type { CallbackReader, VendorAdapter, VendorLogger, Vendors } from './port';
 import { replicateCallbackOpener, replicateOpener, replicateProfile } from './replicate';
