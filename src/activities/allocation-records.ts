@@ -48,6 +48,12 @@ export interface AllocationRecords {
    * none. Undefined when Temporal recorded no such submission.
    */
   stepSpecOf(episodeId: EpisodeId, step: PaidStep, round: number): Promise<Record<string, unknown> | undefined>;
+  /**
+   * Whether the paid step's workflow has a run other than `ownRunId` (visibility): a production started again
+   * (`episodes generate` after a failure) runs its steps again, and the store may have forgotten what an earlier run
+   * of the step sent (a failover, a restore).
+   */
+  earlierStepRun(episodeId: EpisodeId, step: PaidStep, round: number, ownRunId: string): Promise<boolean>;
 }
 
 const WEEKLY = 'weeklyEpisodeWorkflow';
@@ -117,6 +123,11 @@ export function temporalAllocationRecords(client: Client): AllocationRecords {
       const run = await describe(client, paidStepWorkflowId(episodeId, step, round));
       const submitted = run && (await recordedActivity(client, run, 'submitPaidStep'));
       return submissionInputSchema.safeParse(submitted?.input).data?.spec;
+    },
+    async earlierStepRun(episodeId, step, round, ownRunId) {
+      const query = `WorkflowId = "${paidStepWorkflowId(episodeId, step, round)}"`;
+      for await (const run of client.workflow.list({ query })) if (run.runId !== ownRunId) return true;
+      return false;
     },
     async productionRunOf(episodeId, run) {
       if (run.workflowId === productionWorkflowId(episodeId)) return run.runId;

@@ -25,8 +25,9 @@ export async function submitPaidStep(deps: PaidStepDeps, input: PaidStepInput): 
     );
   }
   // An earlier attempt saved the intent and may have sent it. So may any earlier attempt of a retry: a restore can
-  // take the record back to before that attempt's intent and forget everything after it. Find out before sending.
-  const maySent = mayHaveSent(record, activityContext()?.info.attempt ?? 1);
+  // take the record back to before that attempt's intent and forget everything after it. So may an earlier run of the
+  // step's workflow (its production started again), whose record the store forgot. Find out before sending.
+  const maySent = mayHaveSent(record, activityContext()?.info.attempt ?? 1) || (await sentByEarlierRun(call));
   if (record?.status !== 'intent') {
     const reserved = await checkBudget(call, state);
     const intent = newIntent(call, input, reserved);
@@ -78,6 +79,14 @@ async function earlierJob(call: PaidStepCall): Promise<VendorJob | null> {
   const answer = await call.lookUp();
   if ('unknown' in answer) return call.needsReconciliation(answer.unknown);
   return answer.found;
+}
+
+/** Whether Temporal records another run of this step's workflow, which may have sent what the store forgot. */
+async function sentByEarlierRun(call: PaidStepCall): Promise<boolean> {
+  const own = activityContext()?.info.workflowExecution?.runId;
+  const records = call.deps.allocationRecords;
+  if (own === undefined || !records) return false;
+  return records.earlierStepRun(call.at.id, call.at.step, call.at.round, own);
 }
 
 /** Refuses a step whose quote (or metered maximum) could exceed what is left; returns what the step holds. */

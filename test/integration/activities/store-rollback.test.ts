@@ -50,6 +50,7 @@ function recordedSpecs(specs: Record<string, Record<string, unknown>>): Allocati
     answeredUnrecorded: unused,
     keysGiven: unused,
     stepSpecOf: (_id, step, round) => Promise.resolve(specs[`${step}-r${round}`]),
+    earlierStepRun: () => Promise.resolve(false),
   };
 }
 
@@ -323,6 +324,65 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     } finally {
       await fal.close();
       await replicate.close();
+    }
+  });
+
+  it('a step run again by a new production run, its record forgotten, at a vendor without keys: its job adopted, not sent again', async () => {
+    // Campaign seed 4242 (PostgreSQL, --vendor mixed): a failover forgot video-r0 (fal); the production failed, and
+    // `episodes generate` ran the step's workflow again: its first attempt took the missing record for "never sent".
+    const fal = await startTestFal();
+    try {
+      const earlierRuns = new Set<string>();
+      const allocationRecords: AllocationRecords = {
+        ...recordedSpecs({}),
+        productionRunOf: () => Promise.resolve(undefined),
+        earlierStepRun: (_id, step, round, ownRunId) =>
+          Promise.resolve(
+            [...earlierRuns].some((r) => r !== `${step}-r${round}:${ownRunId}` && r.startsWith(`${step}-r${round}:`)),
+          ),
+      };
+      const vendors = vendorDirectory(
+        { fal: (model) => Promise.resolve(testFalAdapter(fal, model ?? FAL_TEST_MODEL)) },
+        () => `fal:${FAL_TEST_MODEL}`,
+      );
+      acts = createActivities({ store, vendors, budgetCents: 20_000, pollIntervalMs: 20, allocationRecords });
+      const input = { episodeId: id, step: 'video' as const, round: 0 };
+      const inRun = (runId: string) => {
+        earlierRuns.add(`video-r0:${runId}`);
+        const env = new MockActivityEnvironment(
+          { attempt: 1, workflowExecution: { workflowId: `episode-${id}-video-r0`, runId } },
+          { logger: new DefaultLogger('ERROR') },
+        );
+        return {
+          submit: () =>
+            env.run<[PaidStepInput], SubmittedStep, Activities['submitPaidStep']>(acts.submitPaidStep, {
+              ...input,
+              spec: SPECS.video,
+            }),
+          wait: () =>
+            env.run<[Omit<PaidStepInput, 'spec'>], CompletedStep, Activities['awaitPaidStep']>(
+              acts.awaitPaidStep,
+              input,
+            ),
+        };
+      };
+      await store.updateEpisode(id, (s) => s); // the state the failover goes back to: no video-r0
+      const first = inRun('run-1');
+      await first.submit();
+      const done = await first.wait();
+      await store.rollBack(id, (s) => !s.steps['video-r0']);
+      const second = inRun('run-2');
+      const again = await second.submit();
+      assert.equal(again.remoteJobId, done.remoteJobId, 'the first run’s job, found in fal’s listing');
+      assert.equal(fal.billing().length, 1, 'fal billed the step once');
+      assert.equal((await second.wait()).remoteJobId, done.remoteJobId);
+      assert.deepEqual(
+        (await store.requireEpisode(id)).ledger.map((l) => l.amount_cents),
+        fal.billing().map((c) => c.amount_cents),
+        'ledger = fal billing',
+      );
+    } finally {
+      await fal.close();
     }
   });
 
