@@ -81,11 +81,14 @@ async function earlierJob(call: PaidStepCall): Promise<VendorJob | null> {
   return answer.found;
 }
 
-/** Whether Temporal records another run of this step's workflow, which may have sent what the store forgot. */
+/**
+ * Whether Temporal records another run of this step's workflow, which may have sent what the store forgot; not after
+ * an operator's `episodes reconcile --not-submitted` (the vendor was asked, and has no such job).
+ */
 async function sentByEarlierRun(call: PaidStepCall): Promise<boolean> {
   const own = activityContext()?.info.workflowExecution?.runId;
   const records = call.deps.allocationRecords;
-  if (own === undefined || !records) return false;
+  if (own === undefined || !records || call.record?.reconciliation?.resolution === 'not-submitted') return false;
   return records.earlierStepRun(call.at.id, call.at.step, call.at.round, own);
 }
 

@@ -381,6 +381,23 @@ describe('paid steps when the store forgets its last writes (activity level, no 
         fal.billing().map((c) => c.amount_cents),
         'ledger = fal billing',
       );
+      // The operator's word after asking the vendor (`episodes reconcile --not-submitted`, then `episodes generate`):
+      // a third run sends, where fal's listing alone would park it again.
+      await store.updateEpisode(id, (s) => ({
+        ...s,
+        steps: {
+          ...s.steps,
+          'video-r0': {
+            ...s.steps['video-r0']!,
+            status: 'not_submitted',
+            remote_job_id: null,
+            reconciliation: { resolution: 'not-submitted', by: 'operator', at: new Date().toISOString() },
+          },
+        },
+        ledger: [],
+      }));
+      const third = await inRun('run-3').submit();
+      assert.notEqual(third.remoteJobId, done.remoteJobId, 'sent again, as the operator said');
     } finally {
       await fal.close();
     }
