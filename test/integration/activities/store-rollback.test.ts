@@ -50,7 +50,7 @@ function recordedSpecs(specs: Record<string, Record<string, unknown>>): Allocati
     answeredUnrecorded: unused,
     keysGiven: unused,
     stepSpecOf: (_id, step, round) => Promise.resolve(specs[`${step}-r${round}`]),
-    earlierStepRun: () => Promise.resolve(false),
+    earlierSubmission: () => Promise.resolve(false),
   };
 }
 
@@ -336,9 +336,9 @@ describe('paid steps when the store forgets its last writes (activity level, no 
       const allocationRecords: AllocationRecords = {
         ...recordedSpecs({}),
         productionRunOf: () => Promise.resolve(undefined),
-        earlierStepRun: (_id, step, round, ownRunId) =>
+        earlierSubmission: (_id, step, round, own) =>
           Promise.resolve(
-            [...earlierRuns].some((r) => r !== `${step}-r${round}:${ownRunId}` && r.startsWith(`${step}-r${round}:`)),
+            [...earlierRuns].some((r) => r !== `${step}-r${round}:${own.runId}` && r.startsWith(`${step}-r${round}:`)),
           ),
       };
       const vendors = vendorDirectory(
