@@ -209,9 +209,27 @@ export class Driver {
   private async beforeWave(w: number): Promise<void> {
     const faults = this.o.plan.faults.filter((f) => 'wave' in f.trigger && f.trigger.wave === w);
     for (const f of faults) this.fire(f);
-    // Only worker-kill arms a worker at a wave; worker-freeze watches the pipeline lock of the base workers.
+    // Only worker-kill arms a worker at a wave; worker-freeze watches the pipeline lock of the base workers. The wave's
+    // allocations take a few seconds: the backfill waits until Temporal shows the armed worker polling for activities
+    // (seed 4242: started on its log line alone, it got none of the 9 allocations of its wave).
     if (!faults.some((f) => f.kind === 'worker-kill')) return;
-    for (let i = 0; i < 600 && !this.stack.pool.armedReady('alloc'); i++) await sleep(100);
+    for (let i = 0; i < 600 && !(await this.armedPolls('alloc')); i++) await sleep(100);
+  }
+
+  /** Whether the armed worker of `slot` is among the activity pollers of the task queue (Temporal's identity pid@host). */
+  private async armedPolls(slot: 'alloc'): Promise<boolean> {
+    const pid = this.stack.pool.armedPid(slot);
+    if (pid === undefined || !this.stack.pool.armedReady(slot)) return false;
+    try {
+      const answer = await this.stack.client.workflowService.describeTaskQueue({
+        namespace: 'default',
+        taskQueue: { name: this.stack.taskQueue, kind: 1 }, // TASK_QUEUE_KIND_NORMAL
+        taskQueueType: 2, // TASK_QUEUE_TYPE_ACTIVITY
+      });
+      return (answer.pollers ?? []).some((p) => p.identity?.startsWith(`${pid}@`) === true);
+    } catch {
+      return false; // the server restarts: look again
+    }
   }
 
   private async backfillWave(w: number): Promise<void> {

@@ -733,7 +733,9 @@ export class FaultRunner {
 
   private async restore(f: PlannedFault): Promise<void> {
     const store = this.env.stack.store;
-    const backup = await store.backup(f.id);
+    // Not while a process fault runs: pg_basebackup streams WAL from the primary, and a PostgreSQL restart (seed 4242,
+    // --vendor mixed) cut that stream and failed the backup.
+    const backup = await this.processes.run(() => store.backup(f.id));
     const backedUp = this.env.accepted();
     this.line(f, 'injected', { backupAt: backedUp, until: f.until, ...backup });
     await this.env.untilAccepted(f.until!);

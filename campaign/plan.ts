@@ -376,8 +376,9 @@ function kindFault(kind: FaultKind, i: number, o: PlanOptions, c: FaultContext):
   const base = { id: '', kind };
   switch (kind) {
     case 'worker-kill': {
-      // A third at allocations (armed before a wave's backfill), the rest in production.
-      if (i % 3 === 0) {
+      // A third at allocations (armed before a wave's backfill; one per wave, since a wave's allocations are over when
+      // the armed worker of another fault at that wave gets its turn), the rest in production.
+      if (i % 3 === 0 && i / 3 < c.waveCount) {
         const wave = c.nextWave();
         return { ...base, trigger: { wave }, failpoint: `${c.pick(ALLOCATION_POINTS[o.store])}=kill@${1 + (i % 2)}` };
       }

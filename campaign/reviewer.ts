@@ -80,15 +80,19 @@ export class Reviewer {
   private async consider(episodeId: string, key: string): Promise<void> {
     const handle = this.env.client.workflow.getHandle(productionWorkflowId(episodeId));
     let round: number;
+    let since: string | null | undefined;
     try {
       const status = await handle.query(statusQuery);
       if (status.phase !== 'awaiting_approval') return;
       round = status.reworkRound;
+      since = status.awaitingSince;
     } catch {
       return; // no worker answers right now: next pass
     }
     const id = `${episodeId}:r${round}`;
-    if (this.sent.has(id)) return;
+    // Decided once per opening of the round: a production started again (`episodes generate`) asks round 0 anew.
+    const opening = `${id}@${since ?? ''}`;
+    if (this.sent.has(opening)) return;
     const decision = this.decisionFor(key, round);
     const opened = this.opened.get(id) ?? { at: Date.now(), restarts: this.env.restarts() };
     this.opened.set(id, opened);
@@ -98,9 +102,9 @@ export class Reviewer {
       if (!noticed && Date.now() - opened.at < NOTICE_PATIENCE_MS) return;
       if (!noticed) this.noticesMissing.push(id);
     }
-    this.sent.add(id);
+    this.sent.add(opening);
     const ok = await this.send(episodeId, round, decision);
-    if (!ok) this.sent.delete(id); // asked again next pass; the status query says whether it was taken
+    if (!ok) this.sent.delete(opening); // asked again next pass; the status query says whether it was taken
   }
 
   private decisionFor(key: string, round: number): PlannedDecision {

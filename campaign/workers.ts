@@ -30,10 +30,14 @@ export interface WorkerSettings {
 }
 
 export type ArmedSlot = 'alloc' | 'main' | 'vendor';
+/** How an armed worker ended, when the pool did not end it. */
+export type ArmedExit = (how: { signal: NodeJS.Signals | null; code: number | null }) => void;
 
 export class WorkerPool {
   private readonly base: (WorkerProcess | undefined)[];
   private readonly armedWorkers = new Map<ArmedSlot, WorkerProcess>();
+  /** Each armed slot's failpoint, until its fault has its outcome: a worker the pool stopped is armed again. */
+  private readonly armedSpecs = new Map<ArmedSlot, { failpoint: string; onExit: ArmedExit }>();
   private incarnation = 0;
   /** Workers this pool stopped or killed on purpose: their exit is not a fault's hit. */
   private readonly expected = new WeakSet<WorkerProcess>();
@@ -60,15 +64,26 @@ export class WorkerPool {
     this.settings.webhookUrl = url;
   }
 
+  /**
+   * Every base worker, and every armed worker the pool stopped (killAll, stopAll) before its fault had its outcome,
+   * again with its failpoint: a kill of all workers or a failover must not take an armed fault's chance away.
+   */
   async startAll(): Promise<void> {
     this.paused = false;
-    await Promise.all(this.base.map((_, i) => this.startBase(i)));
+    const rearm = [...this.armedSpecs.keys()].filter((slot) => this.armedWorkers.get(slot)?.alive() !== true);
+    await Promise.all([...this.base.map((_, i) => this.startBase(i)), ...rearm.map((slot) => this.startArmed(slot))]);
   }
 
-  /** The armed worker polls (its failpoint can fire). */
+  /** The armed worker has started (it logs its task queue just before it starts polling). */
   armedReady(slot: ArmedSlot): boolean {
     const w = this.armedWorkers.get(slot);
     return w?.alive() === true && w.output().includes('worker: task queue');
+  }
+
+  /** The process id of the armed worker of `slot`, if one is alive. */
+  armedPid(slot: ArmedSlot): number | undefined {
+    const w = this.armedWorkers.get(slot);
+    return w?.alive() === true ? w.child.pid : undefined;
   }
 
   /** Every base worker running (after the campaign's last fault). */
@@ -136,17 +151,21 @@ export class WorkerPool {
    * Starts the armed worker of `slot` with `failpoint` (retiring that slot's previous one, if any); resolves with it
    * once it polls. `onExit` learns how it ended, unless the pool ended it.
    */
-  async arm(
-    slot: ArmedSlot,
-    failpoint: string,
-    onExit: (how: { signal: NodeJS.Signals | null; code: number | null }) => void,
-  ): Promise<WorkerProcess> {
+  async arm(slot: ArmedSlot, failpoint: string, onExit: ArmedExit): Promise<WorkerProcess> {
     await this.retireArmed(slot);
+    this.armedSpecs.set(slot, { failpoint, onExit });
+    return this.startArmed(slot);
+  }
+
+  private async startArmed(slot: ArmedSlot): Promise<WorkerProcess> {
+    const { failpoint, onExit } = this.armedSpecs.get(slot)!;
     const w = this.spawn(`armed-${slot}-${++this.incarnation}`, slot, failpoint);
     this.armedWorkers.set(slot, w);
     void w.exited.then((how) => {
       if (this.armedWorkers.get(slot) === w) this.armedWorkers.delete(slot);
-      if (!this.expected.has(w)) onExit(how);
+      if (this.expected.has(w)) return;
+      if (this.armedSpecs.get(slot)?.onExit === onExit) this.armedSpecs.delete(slot); // its outcome: never again
+      onExit(how);
     });
     await w.waitUntilPolling().catch((e: unknown) => this.log(`armed worker: ${String(e)}`));
     return w;
@@ -154,10 +173,11 @@ export class WorkerPool {
 
   /** Stops the armed worker of `slot` (all slots when none is given), resuming it first if it is frozen. */
   async retireArmed(slot?: ArmedSlot): Promise<void> {
-    const slots = slot ? [slot] : [...this.armedWorkers.keys()];
+    const slots = slot ? [slot] : [...new Set([...this.armedWorkers.keys(), ...this.armedSpecs.keys()])];
     await Promise.all(
       slots.map(async (k) => {
         const w = this.armedWorkers.get(k);
+        this.armedSpecs.delete(k);
         this.armedWorkers.delete(k);
         if (!w?.alive()) return;
         this.expected.add(w);

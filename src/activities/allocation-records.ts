@@ -48,6 +48,18 @@ export interface AllocationRecords {
    * none. Undefined when Temporal recorded no such submission.
    */
   stepSpecOf(episodeId: EpisodeId, step: PaidStep, round: number): Promise<Record<string, unknown> | undefined>;
+  /**
+   * Whether the paid step's workflow scheduled a submission before `own` (a `submitPaidStep` activity of this run):
+   * another run of it (its production started again: `episodes generate` after a failure), or an earlier
+   * `submitPaidStep` of this run (parked, then `reconciled`). What that one sent, the store may have forgotten (a
+   * failover, a restore). Runs from visibility, this run's activities from its history.
+   */
+  earlierSubmission(
+    episodeId: EpisodeId,
+    step: PaidStep,
+    round: number,
+    own: { runId: string; activityId: string },
+  ): Promise<boolean>;
 }
 
 const WEEKLY = 'weeklyEpisodeWorkflow';
@@ -118,6 +130,7 @@ export function temporalAllocationRecords(client: Client): AllocationRecords {
       const submitted = run && (await recordedActivity(client, run, 'submitPaidStep'));
       return submissionInputSchema.safeParse(submitted?.input).data?.spec;
     },
+    earlierSubmission: (episodeId, step, round, own) => earlierSubmission(client, episodeId, step, round, own),
     async productionRunOf(episodeId, run) {
       if (run.workflowId === productionWorkflowId(episodeId)) return run.runId;
       const known = parentRun.get(run.runId);
@@ -134,6 +147,22 @@ export function temporalAllocationRecords(client: Client): AllocationRecords {
     },
   };
   return records;
+}
+
+/** AllocationRecords.earlierSubmission: another run of the step's workflow, or another submitPaidStep of this run. */
+async function earlierSubmission(
+  client: Client,
+  ...[episodeId, step, round, own]: Parameters<AllocationRecords['earlierSubmission']>
+): Promise<boolean> {
+  const workflowId = paidStepWorkflowId(episodeId, step, round);
+  for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
+    if (run.runId !== own.runId) return true;
+  }
+  const history = await client.workflow.getHandle(workflowId, own.runId).fetchHistory();
+  return (history.events ?? []).some((e) => {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    return scheduled?.activityType?.name === 'submitPaidStep' && scheduled.activityId !== own.activityId;
+  });
 }
 
 /** A recorded `EpisodeId` of `weekId`; anything else (another week, not an id) is no evidence for it. */

@@ -6,6 +6,7 @@
  */
 import type { EpisodeState, PaidStep, StepRecord } from '../domain/episode-state';
 import { paidStepSchema } from '../domain/episode-state';
+import { ErrorType, PipelineError } from '../domain/errors';
 import { idempotencyKey, stepKey } from '../domain/names';
 import { isUnknownJob } from '../vendor-api/vendor-error';
 import type { VendorAdapter, VendorJob } from '../vendors/port';
@@ -99,10 +100,11 @@ async function forgottenCut(
 ): Promise<{ at: StepRef; record: StepRecord } | undefined> {
   const jobId = (await finalSpec(deps, state, finalVideo))?.video_job;
   if (typeof jobId !== 'string' || Object.values(state.steps).some((r) => r.remote_job_id === jobId)) return undefined;
-  // The cut lives at the adapter the final assembly's video came from: the one assigned to reworks.
+  // A forgotten rework's cut lives at the adapter assigned to reworks. The approved cut may also be video-r0, made at
+  // the video adapter (settled by key anyway): an id the rework adapter refuses as none of its own is not a rework.
   const vendor: VendorAdapter = await deps.vendors.open(deps.vendors.assigned('rework'));
   const job = await vendor.get(jobId).catch((e: unknown) => {
-    if (isUnknownJob(e)) return undefined;
+    if (isUnknownJob(e) || isForeignJobId(e)) return undefined;
     throw e;
   });
   const round = Number(/:rework:r(\d+)$/.exec(job?.client_ref ?? '')?.[1]);
@@ -126,6 +128,11 @@ async function finalSpec(
   if (typeof spec?.video_job === 'string') return spec;
   const at = stepRefOf(state, finalVideo);
   return deps.allocationRecords?.stepSpecOf(at.id, at.step, at.round);
+}
+
+/** An adapter's refusal of a job id before any request: not an id it hands out (another vendor's job, e.g. fal's). */
+function isForeignJobId(e: unknown): boolean {
+  return e instanceof PipelineError && e.type === ErrorType.InvalidInput;
 }
 
 /** The record of a step the store forgot, as the vendor's job shows it: submitted, with its job and quote. */

@@ -25,8 +25,9 @@ export async function submitPaidStep(deps: PaidStepDeps, input: PaidStepInput): 
     );
   }
   // An earlier attempt saved the intent and may have sent it. So may any earlier attempt of a retry: a restore can
-  // take the record back to before that attempt's intent and forget everything after it. Find out before sending.
-  const maySent = mayHaveSent(record, activityContext()?.info.attempt ?? 1);
+  // take the record back to before that attempt's intent and forget everything after it. So may an earlier submission
+  // of the step's workflow (another run of it, or one this run parked), whose record the store forgot. Find out first.
+  const maySent = mayHaveSent(record, activityContext()?.info.attempt ?? 1) || (await sentEarlier(call));
   if (record?.status !== 'intent') {
     const reserved = await checkBudget(call, state);
     const intent = newIntent(call, input, reserved);
@@ -78,6 +79,20 @@ async function earlierJob(call: PaidStepCall): Promise<VendorJob | null> {
   const answer = await call.lookUp();
   if ('unknown' in answer) return call.needsReconciliation(answer.unknown);
   return answer.found;
+}
+
+/**
+ * Whether Temporal records an earlier submission of this step (another run of its workflow, or an earlier
+ * `submitPaidStep` of this run), which may have sent what the store forgot; not after an operator's
+ * `episodes reconcile --not-submitted` (the vendor was asked, and has no such job).
+ */
+async function sentEarlier(call: PaidStepCall): Promise<boolean> {
+  const info = activityContext()?.info;
+  const records = call.deps.allocationRecords;
+  const runId = info?.workflowExecution?.runId;
+  if (!info || runId === undefined || !records) return false;
+  if (call.record?.reconciliation?.resolution === 'not-submitted') return false;
+  return records.earlierSubmission(call.at.id, call.at.step, call.at.round, { runId, activityId: info.activityId });
 }
 
 /** Refuses a step whose quote (or metered maximum) could exceed what is left; returns what the step holds. */

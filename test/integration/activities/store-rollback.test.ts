@@ -23,7 +23,10 @@ import { FileEpisodeStore } from '../../../src/store/file-store';
 import type { VendorSimulator } from '../../../src/vendor-sim/simulator';
 import { fileStoreSource } from '../../../src/verify/file-store-source';
 import { verifyStore } from '../../../src/verify/verify-store';
+import { vendorDirectory } from '../../../src/vendors/directory';
 import { startTestVendor, testDeps } from '../../../testkit/deps';
+import { FAL_TEST_MODEL, startTestFal, testFalAdapter } from '../../../testkit/fal';
+import { replicateVendors, startTestReplicate } from '../../../testkit/replicate';
 import { RollbackStore } from '../../../testkit/rollback-store';
 
 const SPECS: Record<PaidStep, Record<string, unknown>> = {
@@ -47,6 +50,7 @@ function recordedSpecs(specs: Record<string, Record<string, unknown>>): Allocati
     answeredUnrecorded: unused,
     keysGiven: unused,
     stepSpecOf: (_id, step, round) => Promise.resolve(specs[`${step}-r${round}`]),
+    earlierSubmission: () => Promise.resolve(false),
   };
 }
 
@@ -278,6 +282,125 @@ describe('paid steps when the store forgets its last writes (activity level, no 
     assert.equal(entry.total_cost_cents, 4200 + 300 + 1500 + 800, 'history bills the forgotten round');
     assert.equal(vendor.billing().length, 4, 'nothing charged twice');
     await assertLedgerIsBilling();
+  });
+
+  it('the first cut approved and forgotten, reworks at another vendor: completion settles it at its own vendor', async () => {
+    // Campaign seed 4242 (PostgreSQL, --vendor mixed): a failover forgot video-r0 (fal) of an episode approved without
+    // rework; the completion asked Replicate, the rework vendor, for fal's job id and failed the production.
+    const fal = await startTestFal();
+    const replicate = await startTestReplicate();
+    try {
+      const reworks = replicateVendors(replicate);
+      const vendors = vendorDirectory(
+        {
+          fal: (model) => Promise.resolve(testFalAdapter(fal, model ?? FAL_TEST_MODEL)),
+          replicate: (model) => reworks.open(`replicate:${model}`),
+        },
+        (step) => (step === 'rework' ? reworks.assigned(step) : `fal:${FAL_TEST_MODEL}`),
+      );
+      acts = createActivities({ store, vendors, budgetCents: 20_000, pollIntervalMs: 20 });
+      const cover = await run('cover', 0, SPECS.cover);
+      const video = await run('video', 0, SPECS.video);
+      await store.rollBack(id, (s) => s.steps['cover-r0']?.charged === true && !s.steps['video-r0']);
+      await run('assembly', 0, { video_job: video.remoteJobId, cover_job: cover.remoteJobId });
+      const entry = await complete();
+      assert.deepEqual(
+        entry.remote_jobs.map((j) => [j.step, j.remote_job_id]).sort(),
+        [
+          ['assembly', entry.remote_jobs.find((j) => j.step === 'assembly')!.remote_job_id],
+          ['cover', cover.remoteJobId],
+          ['video', video.remoteJobId],
+        ],
+        'history names the approved first cut',
+      );
+      const billed = fal.billing().map((c) => `${c.ref} ${c.amount_cents}`);
+      assert.equal(billed.length, 3, 'nothing charged twice');
+      assert.deepEqual(
+        (await store.requireEpisode(id)).ledger.map((l) => `${id}:${l.step}:r${l.round} ${l.amount_cents}`).sort(),
+        billed.sort(),
+        'ledger = fal billing',
+      );
+      assert.equal(replicate.journal().length, 0, 'nothing created at Replicate');
+    } finally {
+      await fal.close();
+      await replicate.close();
+    }
+  });
+
+  it('a step run again by a new production run, its record forgotten, at a vendor without keys: its job adopted, not sent again', async () => {
+    // Campaign seed 4242 (PostgreSQL, --vendor mixed): a failover forgot video-r0 (fal); the production failed, and
+    // `episodes generate` ran the step's workflow again: its first attempt took the missing record for "never sent".
+    const fal = await startTestFal();
+    try {
+      const earlierRuns = new Set<string>();
+      const allocationRecords: AllocationRecords = {
+        ...recordedSpecs({}),
+        productionRunOf: () => Promise.resolve(undefined),
+        earlierSubmission: (_id, step, round, own) =>
+          Promise.resolve(
+            [...earlierRuns].some((r) => r !== `${step}-r${round}:${own.runId}` && r.startsWith(`${step}-r${round}:`)),
+          ),
+      };
+      const vendors = vendorDirectory(
+        { fal: (model) => Promise.resolve(testFalAdapter(fal, model ?? FAL_TEST_MODEL)) },
+        () => `fal:${FAL_TEST_MODEL}`,
+      );
+      acts = createActivities({ store, vendors, budgetCents: 20_000, pollIntervalMs: 20, allocationRecords });
+      const input = { episodeId: id, step: 'video' as const, round: 0 };
+      const inRun = (runId: string) => {
+        earlierRuns.add(`video-r0:${runId}`);
+        const env = new MockActivityEnvironment(
+          { attempt: 1, workflowExecution: { workflowId: `episode-${id}-video-r0`, runId } },
+          { logger: new DefaultLogger('ERROR') },
+        );
+        return {
+          submit: () =>
+            env.run<[PaidStepInput], SubmittedStep, Activities['submitPaidStep']>(acts.submitPaidStep, {
+              ...input,
+              spec: SPECS.video,
+            }),
+          wait: () =>
+            env.run<[Omit<PaidStepInput, 'spec'>], CompletedStep, Activities['awaitPaidStep']>(
+              acts.awaitPaidStep,
+              input,
+            ),
+        };
+      };
+      await store.updateEpisode(id, (s) => s); // the state the failover goes back to: no video-r0
+      const first = inRun('run-1');
+      await first.submit();
+      const done = await first.wait();
+      await store.rollBack(id, (s) => !s.steps['video-r0']);
+      const second = inRun('run-2');
+      const again = await second.submit();
+      assert.equal(again.remoteJobId, done.remoteJobId, 'the first run’s job, found in fal’s listing');
+      assert.equal(fal.billing().length, 1, 'fal billed the step once');
+      assert.equal((await second.wait()).remoteJobId, done.remoteJobId);
+      assert.deepEqual(
+        (await store.requireEpisode(id)).ledger.map((l) => l.amount_cents),
+        fal.billing().map((c) => c.amount_cents),
+        'ledger = fal billing',
+      );
+      // The operator's word after asking the vendor (`episodes reconcile --not-submitted`, then `episodes generate`):
+      // a third run sends, where fal's listing alone would park it again.
+      await store.updateEpisode(id, (s) => ({
+        ...s,
+        steps: {
+          ...s.steps,
+          'video-r0': {
+            ...s.steps['video-r0']!,
+            status: 'not_submitted',
+            remote_job_id: null,
+            reconciliation: { resolution: 'not-submitted', by: 'operator', at: new Date().toISOString() },
+          },
+        },
+        ledger: [],
+      }));
+      const third = await inRun('run-3').submit();
+      assert.notEqual(third.remoteJobId, done.remoteJobId, 'sent again, as the operator said');
+    } finally {
+      await fal.close();
+    }
   });
 
   it('every round in the store, its chain of cuts whole: completion asks the vendor nothing', async () => {

@@ -72,4 +72,17 @@ describe('campaign plan per vendor', () => {
     assert.deepEqual(others(aimed), others(drawn));
     assert.deepEqual({ ...aimed, faults: [] }, { ...drawn, faults: [] });
   });
+
+  it('at most one worker kill at the allocations of each wave (a second one would arm after they are over)', () => {
+    for (const [weeks, seed] of [
+      [4, 4242],
+      [8, 5],
+      [52, 12565],
+    ] as const) {
+      const p = generatePlan({ seed, store: 'postgres', vendor: 'mixed', weeks, perWeek: 2, faults: 100, workers: 3 });
+      const waves = p.faults.flatMap((f) => (f.kind === 'worker-kill' && 'wave' in f.trigger ? [f.trigger.wave] : []));
+      assert.ok(waves.length > 0, `${weeks} weeks: some allocation kill`);
+      assert.equal(new Set(waves).size, waves.length, `${weeks} weeks: allocation kills at waves ${waves.join(', ')}`);
+    }
+  });
 });
