@@ -10,6 +10,9 @@ import { EpisodeIdSearchAttribute, WeekIdSearchAttribute } from '../src/domain/n
 import { DEV_SERVER_EXTRA_ARGS, temporalCliPath } from './temporal';
 import { until } from './wait';
 
+/** How much of the server's output a failure quotes. */
+const LOG_TAIL_CHARS = 64 * 1024;
+
 const execFileAsync = promisify(execFile);
 
 export class DevServer {
@@ -46,8 +49,10 @@ export class DevServer {
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.child = child;
-    child.stdout?.on('data', (d: Buffer) => (this.log += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
+    // The last 64 KiB only: a server that runs for an hour (the campaign's year) writes more than a string can hold.
+    const keep = (d: Buffer) => (this.log = (this.log + d.toString()).slice(-LOG_TAIL_CHARS));
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
     await until(
       `dev server on ${this.address}`,
       async () => {
