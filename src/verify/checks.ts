@@ -140,11 +140,19 @@ const MIRRORED_FIELDS = ['week_id', 'sequence', 'allocation_key', 'completed_at'
 
 /**
  * Reassemblies: assembly rounds started after the episode completed (`episodes reassemble`). History stays as written
- * at completion, so their jobs and charges are the state's alone, and the state's final video may be theirs.
+ * at completion, so their jobs and charges are the state's alone, and the state's final video may be theirs. A job
+ * the history names is the completion's own, whatever the dates say: completed_at is workflow time, which can lag
+ * the clock that dated the intent.
  */
 function reassemblies(state: EpisodeState, h: HistoryEntry): Set<string> {
   const completed = Date.parse(h.completed_at);
-  const later = Object.values(state.steps).filter((r) => r.step === 'assembly' && Date.parse(r.intent_at) > completed);
+  const named = new Set(h.remote_jobs.map((j) => j.remote_job_id));
+  const later = Object.values(state.steps).filter(
+    (r) =>
+      r.step === 'assembly' &&
+      Date.parse(r.intent_at) > completed &&
+      (r.remote_job_id === null || !named.has(r.remote_job_id)),
+  );
   return new Set(later.map((r) => stepKey(r.step, r.round)));
 }
 

@@ -141,6 +141,23 @@ describe('verify: generic checks over episodes, history and ledger', () => {
     }
   });
 
+  it("an assembly the history names is the completion's own, even with its intent dated after completed_at", () => {
+    // completed_at is workflow time, and workflow time can lag the clock that dated the intent: campaign seed
+    // 4816320 (PostgreSQL, replicate) completed an episode in a workflow task retried on a new worker after its sticky
+    // task timed out, and the activity got completedAt from before the assembly started.
+    const a = completed('2026-W32-0', 'a');
+    const LATER = '2026-08-03T09:00:05Z';
+    a.state.value.steps['assembly-r0'] = succeededStep(a.state.value.episode_id, 'assembly', 0, LATER, {
+      remote_job_id: 'job-assembly',
+    });
+    const charge = { step: 'assembly' as const, round: 0, remote_job_id: 'job-assembly', amount_cents: 300 };
+    a.state.value.ledger.push({ ...charge, currency: 'USD', recorded_at: LATER });
+    a.history.value.ledger = structuredClone(a.state.value.ledger);
+    a.history.value.remote_jobs.push({ step: 'assembly', round: 0, remote_job_id: 'job-assembly' });
+    a.history.value.total_cost_cents = 800;
+    assert.deepEqual(codes([a.state], [a.history]), []);
+  });
+
   it('history and state must come in pairs once completed', () => {
     const a = completed('2026-W32-0', 'a');
     assert.deepEqual(codes([a.state], []), [ProblemCode.HistoryMissing]);
