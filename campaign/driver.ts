@@ -100,6 +100,7 @@ export class Driver {
     await this.stopLoops();
     this.clock.release();
     await this.snapshot?.stop();
+    await this.stack?.store.keep(this.o.out).catch((e: unknown) => this.o.log(`keeping the store: ${String(e)}`));
     await this.stack?.stop();
   }
 

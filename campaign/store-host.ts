@@ -25,6 +25,8 @@ export interface StoreHost {
   /** Where workers and the CLI find the store now (PostgreSQL: the current primary). */
   target(): StoreTarget;
   env(): NodeJS.ProcessEnv;
+  /** The store's contents kept in `out` for a reader of a failed run (the file store's data dir is there already). */
+  keep(out: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -79,6 +81,8 @@ export class FileStoreHost implements StoreHost {
       filter: (src) => !/\.lock(\.reclaim)?$/.test(path.basename(src)),
     });
   }
+
+  async keep(): Promise<void> {}
 
   async stop(): Promise<void> {}
 }
@@ -185,6 +189,11 @@ export class PostgresStoreHost implements StoreHost {
     await Promise.all([from.stop(), this.standby?.stop()]);
     this.primary = restored;
     this.standby = await PostgresFaultServer.standbyOf(this.primary, `${this.name}-s${this.generation}`);
+  }
+
+  /** `store.dump`: pg_dump's custom format of the episodes database (`pg_restore -f - store.dump` reads it). */
+  async keep(out: string): Promise<void> {
+    await this.primary.dump('episodes', path.join(out, 'store.dump'));
   }
 
   async stop(): Promise<void> {
