@@ -21,7 +21,7 @@
 # Replication and point-in-time recovery (the campaign's failover and restore faults): with PGTEST_ARCHIVE_DIR set,
 # `start` also archives WAL there (archive_command = cp).
 #   PGTEST_PRIMARY_DIR=D scripts/postgres-test-server.sh standby   a streaming standby of the server in state dir D
-#                                                    (pg_basebackup -R), on its own port; prints its URL
+#                                                    (pg_basebackup -R, fast checkpoint), on its own port; prints its URL
 #   scripts/postgres-test-server.sh promote           end recovery: the standby becomes a primary
 #   scripts/postgres-test-server.sh basebackup DIR    a base backup of the server into DIR (pg_basebackup, fast checkpoint)
 #   PGTEST_FROM_DIR=D scripts/postgres-test-server.sh pitr BACKUP LSN   a new server from base backup BACKUP, its WAL
@@ -252,7 +252,7 @@ standby() {
   pick_run_as
   cluster="$(new_cluster)"
   as_owner env PGPASSWORD="$(password_of "$primary_url")" "$bindir/pg_basebackup" -h 127.0.0.1 \
-    -p "$(port_of "$primary_url")" -U "$DB_USER" -D "$cluster/data" -X stream -R >"$cluster/basebackup.log" 2>&1 || {
+    -p "$(port_of "$primary_url")" -U "$DB_USER" -D "$cluster/data" -X stream -R --checkpoint=fast >"$cluster/basebackup.log" 2>&1 || {
     cat "$cluster/basebackup.log" >&2
     return 1
   }

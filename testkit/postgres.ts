@@ -129,8 +129,13 @@ export class PostgresFaultServer {
     await this.script('basebackup', dir);
   }
 
-  /** The WAL written up to now is in the archive (a server started with `archiveDir`), for `pitr` up to now. */
+  /**
+   * The WAL written up to now is in the archive (a server started with `archiveDir`), for `pitr` up to now. A
+   * transaction's commit record goes first: an LSN read on a segment boundary (right after a base backup, nothing
+   * written since) is reached only by a record in the next segment, and a switch away from an empty one is no switch.
+   */
   async archiveNow(): Promise<void> {
+    await this.sql('SELECT txid_current()');
     const segment = await this.sql('SELECT pg_walfile_name(pg_current_wal_lsn())');
     await this.sql('SELECT pg_switch_wal()');
     for (let i = 0; i < 600; i++) {

@@ -84,7 +84,10 @@ export function profileLines(p: VendorProfile): [string, string][] {
       'after an unknown outcome',
       { 'by-key': 'looked up by key', 'list-correlation': 'found by listing', none: 'parks for an operator' }[
         p.lookup
-      ] + (p.lookupSeesEveryJob ? '' : ' (a listing that finds none parks: it may not show a new job yet)'),
+      ] +
+        (p.lookupSeesEveryJob
+          ? ''
+          : ' (a listing that finds none parks: a job it does not show may still exist and be billed)'),
     ],
     ['charging', charging],
     ['completion', p.completion === 'poll' ? 'polled' : 'webhook, polled when none comes'],

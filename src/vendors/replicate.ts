@@ -51,8 +51,9 @@ export function replicateProfile(maxCents: Readonly<Record<PaidStep, number>>): 
   return {
     idempotency: 'none',
     lookup: 'list-correlation',
-    // "A paginated list of all predictions created by the user or organization" (predictions.list).
-    lookupSeesEveryJob: true,
+    // "A paginated list of all predictions created by the user or organization" (predictions.list), but the docs are
+    // silent on a prediction that is lost, and there is no billing to check "none listed" against: it parks.
+    lookupSeesEveryJob: false,
     completion: 'webhook',
     charging: { mode: 'metered', maxCents },
     artifactTtlMs: REPLICATE_RETENTION_MS,

@@ -121,6 +121,25 @@ describe('vendor callbacks: signed webhooks reconcile a parked step once', funct
     );
   });
 
+  it('a verified delivery after the step settled (late, or redelivered) is a duplicate and changes nothing', async () => {
+    const step = activities();
+    sim.setFaults({ webhookNever: { count: 1 } });
+    await step.submit();
+    const done = await step.wait();
+    const settled = await record();
+    assert.equal(settled?.status, 'succeeded');
+    const requestId = done.remoteJobId.slice(done.remoteJobId.lastIndexOf('@') + 1);
+    const hook = { request_id: requestId, gateway_request_id: 'g', status: 'OK', payload: {}, error: null };
+    const body = Buffer.from(JSON.stringify(hook));
+    const url = `${receiver.url}/callbacks/fal?ref=${encodeURIComponent(`${id}:video:r0`)}`;
+    const res = await fetch(url, { method: 'POST', body, headers: sim.signWebhook(requestId, body) });
+    const answer = [res.status, await res.text()];
+    assert.deepEqual(await record(), settled, 'the settled step is not taken back to "submitted"');
+    assert.deepEqual(answer, [200, 'duplicate']);
+    assert.deepEqual(signals, []);
+    assert.equal(charges().length, 1, 'billed once');
+  });
+
   it('a callback whose signature fails is refused (401), logged, and changes nothing', async () => {
     const step = activities();
     sim.setFaults({ acceptThenDrop: { count: 1 }, webhookNever: { count: 1 } });

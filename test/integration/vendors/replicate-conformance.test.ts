@@ -9,11 +9,11 @@ describeConformance('replicate', async () => {
   const add = (more: ReplicateFaults) => sim.setFaults((faults = { ...faults, ...more }));
   return {
     vendors: replicateVendors(sim),
-    // No lookupMisses: the docs call the list "all predictions created" (the profile's lookupSeesEveryJob), and the
-    // simulator's `vanished` mode, the undocumented worst case, is left to the campaign.
     faults: {
       dropReply: () => add({ acceptThenDrop: { count: 1 } }),
       gateway5xxAfterAccept: () => add({ fail5xx: { count: 1, created: true } }),
+      // The undocumented worst case: billed, then unknown to get and to the list.
+      lookupMisses: () => add({ losePredictions: { count: 1, mode: 'vanished' } }),
       meteredDrift: () => add({ meteredDrift: { count: 1, factor: 1.5 } }),
       expireOutput: () => add({ expireOutputs: { count: 1 } }),
       failJob: () => add({ failPredictions: { count: 1 } }),

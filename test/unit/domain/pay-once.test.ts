@@ -56,8 +56,9 @@ const TABLES: Record<string, ProfileTable> = {
     profile: replicateProfile({ video: 1000, cover: 300, rework: 1000, assembly: 500 }),
     lookups: [
       [{ jobs: 1, billed: false }, 'adopt'],
-      // The list shows every prediction created (docs); there is no journal to doubt it with.
-      [{ jobs: 0, billed: false }, 'send'],
+      // A prediction missing from the list may still exist and be billed (the docs are silent on lost predictions;
+      // campaign seed 61204, file store, mixed, paid one rework twice): "none listed" never means "send".
+      [{ jobs: 0, billed: false }, 'park'],
       [{ jobs: 2, billed: false }, 'park'],
       // The adapter answers `unsupported` when a listed prediction's correlation is unreadable (data_removed).
       [{ unsupported: true }, 'park'],
