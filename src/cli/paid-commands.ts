@@ -7,7 +7,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Command } from 'commander';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
-import type { EpisodeState } from '../domain/episode-state';
+import type { EpisodeState, StepRecord } from '../domain/episode-state';
 import type { PaidStep } from '../domain/paid-step';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { vendorsFromEnv } from '../vendors/directory';
@@ -220,14 +220,40 @@ async function reconcile(ctx: CliContext, raw: string, opts: ReconcileOptions): 
   const { id, state } = await existing(ctx, raw);
   const key = stepKey(step, round);
   const record = state.steps[key];
-  if (record?.status !== 'needs_reconciliation') {
+  const resolution = opts.remoteJob ? ('remote-job' as const) : ('not-submitted' as const);
+  // The same settlement again (its signal was lost: Temporal unreachable): signal again, write nothing.
+  const already =
+    record?.status !== 'needs_reconciliation' &&
+    record?.reconciliation?.resolution === resolution &&
+    (opts.remoteJob === undefined || record.remote_job_id === opts.remoteJob);
+  if (record?.status !== 'needs_reconciliation' && !already) {
     throw new PipelineError(
       ErrorType.InvalidState,
       `${id} ${key} is ${record?.status ?? 'not started'}; nothing to reconcile`,
     );
   }
-  const vendor = record.vendor ?? 'native';
-  const quoted = opts.remoteJob ? await checkedQuote(vendor, { id, step, key }, opts.remoteJob) : null;
+  const client = await ctx.getClient();
+  if (record?.status === 'needs_reconciliation') await settleParked(ctx, { id, step, key }, record, opts);
+  try {
+    await client.workflow.getHandle(paidStepWorkflowId(id, step, round)).signal(reconciledSignal);
+    console.log(
+      `${id} ${key} ${already ? 'was already reconciled; signalled again' : 'reconciled'}; production continues`,
+    );
+  } catch (e) {
+    if (!(e instanceof WorkflowNotFoundError)) throw e;
+    console.log(`${id} ${key} reconciled; no step workflow is waiting (run \`episodes generate ${id}\` to resume)`);
+  }
+}
+
+/** Writes the operator's settlement of a parked step (a claimed job is checked with its vendor first). */
+async function settleParked(
+  ctx: CliContext,
+  where: { id: EpisodeId; step: PaidStep; key: string },
+  record: StepRecord,
+  opts: ReconcileOptions,
+): Promise<void> {
+  const { id, key } = where;
+  const quoted = opts.remoteJob ? await checkedQuote(record.vendor ?? 'native', where, opts.remoteJob) : null;
   const at = new Date().toISOString();
   await ctx.getStore().updateEpisode(id, (s) => {
     const r = s.steps[key]!;
@@ -241,14 +267,6 @@ async function reconcile(ctx: CliContext, raw: string, opts: ReconcileOptions): 
     };
     return { ...s, steps: { ...s.steps, [key]: { ...settled, reconciliation, error: null } } };
   });
-  const client = await ctx.getClient();
-  try {
-    await client.workflow.getHandle(paidStepWorkflowId(id, step, round)).signal(reconciledSignal);
-    console.log(`${id} ${key} reconciled; production continues`);
-  } catch (e) {
-    if (!(e instanceof WorkflowNotFoundError)) throw e;
-    console.log(`${id} ${key} reconciled; no step workflow is waiting (run \`episodes generate ${id}\` to resume)`);
-  }
 }
 
 /**

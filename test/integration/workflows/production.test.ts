@@ -391,7 +391,20 @@ describe('episode production on the dev server, vendor simulator over HTTP', fun
         operatorEnv(),
       );
       assert.equal(reconcile.code, 0, reconcile.stderr);
-      assert.equal((await store.requireEpisode(id)).steps[key]?.reconciliation?.resolution, 'remote-job');
+      const settled = await store.requireEpisode(id);
+      assert.equal(settled.steps[key]?.reconciliation?.resolution, 'remote-job');
+      // Run again (its signal lost to a Temporal restart, as in campaign seed 61206): signalled again, nothing written;
+      // another answer is refused.
+      const again = await runCli(
+        ['reconcile', id, '--step', key, '--remote-job', charged[0]!.job_id, '--by', 'ops'],
+        operatorEnv(),
+      );
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stdout, new RegExp(`^${id} ${key} (was already )?reconciled;`));
+      const other = await runCli(['reconcile', id, '--step', key, '--not-submitted', '--by', 'ops'], operatorEnv());
+      assert.match(other.stderr, /nothing to reconcile/);
+      assert.equal(other.code, 1);
+      assert.deepEqual((await store.requireEpisode(id)).steps[key]?.reconciliation, settled.steps[key]?.reconciliation);
       await awaitingApproval(h);
       await h.signal(approveSignal, { by: 'editor' });
       assert.equal((await h.result()).outcome, 'completed');
