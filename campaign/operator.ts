@@ -4,7 +4,7 @@
  * vendor's billing and, for a vendor without keys, its listing (fal's, Replicate's), and settled with `episodes
  * reconcile` (`--remote-job J` with the job found, as the adapter names it: fal's `<ref>@<request_id>`;
  * `--not-submitted` when none is); a job the vendor lost is first found again, an output it deleted early served
- * again (the vendor's support, in real life). A production that failed is started again with `episodes generate`; after a
+ * again (the vendor's support, in real life); a reconcile that could not reach Temporal is run again. A production that failed is started again with `episodes generate`; after a
  * restore, `episodes repair` runs when this build has it. At the end it is also the stuck detector.
  */
 import type { Client } from '@temporalio/client';
@@ -48,6 +48,8 @@ export class Operator {
   readonly parked = new Map<string, ParkedStep & { settled: boolean }>();
   readonly restarted: string[] = [];
   private repairAvailable: boolean | undefined;
+  /** Reconciles whose signal did not reach Temporal (it was down): run again, as an operator would. */
+  private readonly unsignalled = new Map<string, ParkedStep & { settle: string[] }>();
 
   constructor(private readonly env: OperatorEnv) {}
 
@@ -55,6 +57,10 @@ export class Operator {
     if (this.running) return;
     this.running = true;
     try {
+      for (const [at, p] of this.unsignalled) {
+        this.unsignalled.delete(at);
+        await this.runReconcile(p, p.settle);
+      }
       const parked = this.env.snapshot.episodes.filter((e) =>
         Object.values(e.steps).some((s) => s.status === 'needs_reconciliation'),
       );
@@ -98,7 +104,10 @@ export class Operator {
       return;
     }
     // One job for the key: that is the job. None: never accepted. Several: paid twice; the first is the job.
-    const settle = jobs[0] ? ['--remote-job', jobs[0]] : ['--not-submitted'];
+    await this.runReconcile(p, jobs[0] ? ['--remote-job', jobs[0]] : ['--not-submitted']);
+  }
+
+  private async runReconcile(p: ParkedStep, settle: string[]): Promise<void> {
     const r = await this.env.history.op('reconcile', { ...p, settle }, async () => {
       const out = await runCli(
         ['reconcile', p.episodeId, '--step', p.step, ...settle, '--by', 'operator'],
@@ -110,6 +119,7 @@ export class Operator {
     // The job its billing names, unknown to its API: the vendor lost it, whatever the parked reason said. Ask the
     // vendor (its support, in real life) to find it again; the next tick settles the step with it.
     else if (/getJob: HTTP 404/.test(r.error)) this.env.findLostJobs();
+    else if (/ConnectionFailed/.test(r.error)) this.unsignalled.set(`${p.episodeId}:${p.step}`, { ...p, settle });
   }
 
   /** Productions that failed (their episode not completed): `episodes generate`, at most 3 times each. */
