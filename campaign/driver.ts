@@ -119,6 +119,7 @@ export class Driver {
       untilAccepted: (n) => this.clock.until(n),
       onVendor: (l) => this.clock.on(l),
       restarted: () => void (this.restarts += 1),
+      forgot: () => this.track(this.repairAfterLoss()),
       log: this.o.log,
     });
     this.reviewer = new Reviewer({
@@ -144,6 +145,13 @@ export class Driver {
       this.track(this.reviewer.tick().catch((e: unknown) => this.o.log(`reviewer: ${String(e)}`)));
       this.track(this.operator.tick().catch((e: unknown) => this.o.log(`operator: ${String(e)}`)));
     }, 1_000);
+  }
+
+  /** docs/operations.md, "After a restore or a failover": `episodes repair` once workers run (not in no-reassert). */
+  private async repairAfterLoss(): Promise<void> {
+    if (this.o.unsafe === 'no-reassert') return;
+    await sleep(5_000);
+    await this.operator.repair().catch((e: unknown) => this.o.log(`operator: ${String(e)}`));
   }
 
   private track(tick: Promise<void>): void {

@@ -39,6 +39,8 @@ export interface FaultEnv {
   onVendor(listener: (entry: VendorEvent) => void): () => void;
   /** A restart happened (late decisions wait for one). */
   restarted(): void;
+  /** The store forgot writes (a restore, a failover) and workers run again: the runbook's `episodes repair` is due. */
+  forgot(): void;
   log(line: string): void;
 }
 
@@ -725,6 +727,7 @@ export class FaultRunner {
         await this.env.stack.pool.restartAll();
       }
       this.env.restarted();
+      this.env.forgot();
       if (lost > 0) this.line(f, 'hit', { walBytesLost: lost });
       else this.line(f, 'missed', { walBytesLost: 0 });
       this.line(f, 'healed', { note: 'workers repointed at the promoted standby' });
@@ -749,6 +752,7 @@ export class FaultRunner {
         await this.env.stack.pool.startAll();
       }
       this.env.restarted();
+      this.env.forgot();
       const forgot = this.env.accepted() - backedUp;
       if (forgot > 0 && inFlight > 0) this.line(f, 'hit', { parked, inFlight, submissionsForgotten: forgot });
       else this.line(f, 'missed', { parked, inFlight, submissionsForgotten: forgot });

@@ -93,6 +93,7 @@ describe('campaign checker: faults that did not happen fail the campaign', () =>
         untilAccepted: () => new Promise<void>(() => undefined),
         onVendor: () => () => undefined,
         restarted: () => undefined,
+        forgot: () => undefined,
         log: () => undefined,
       } satisfies FaultEnv;
       const runner = new FaultRunner(env);
