@@ -7,7 +7,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Command } from 'commander';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
-import type { EpisodeState, StepRecord } from '../domain/episode-state';
+import type { EpisodeState, Money } from '../domain/episode-state';
 import type { PaidStep } from '../domain/paid-step';
 import { PipelineError, ErrorType } from '../domain/errors';
 import { vendorsFromEnv } from '../vendors/directory';
@@ -232,8 +232,12 @@ async function reconcile(ctx: CliContext, raw: string, opts: ReconcileOptions): 
       `${id} ${key} is ${record?.status ?? 'not started'}; nothing to reconcile`,
     );
   }
+  const where = { id, step, key };
+  const parked = record?.status === 'needs_reconciliation' ? record : undefined;
+  // The operator's claim is checked with the vendor first, then Temporal is reached, and only then is it written.
+  const quoted = parked && opts.remoteJob ? await checkedQuote(parked.vendor ?? 'native', where, opts.remoteJob) : null;
   const client = await ctx.getClient();
-  if (record?.status === 'needs_reconciliation') await settleParked(ctx, { id, step, key }, record, opts);
+  if (parked) await settleParked(ctx, { id, key }, quoted, opts);
   try {
     await client.workflow.getHandle(paidStepWorkflowId(id, step, round)).signal(reconciledSignal);
     console.log(
@@ -245,15 +249,13 @@ async function reconcile(ctx: CliContext, raw: string, opts: ReconcileOptions): 
   }
 }
 
-/** Writes the operator's settlement of a parked step (a claimed job is checked with its vendor first). */
+/** Writes the operator's settlement of a parked step (`quoted`: the claimed job's cost, checked with its vendor). */
 async function settleParked(
   ctx: CliContext,
-  where: { id: EpisodeId; step: PaidStep; key: string },
-  record: StepRecord,
+  { id, key }: { id: EpisodeId; key: string },
+  quoted: Money | null,
   opts: ReconcileOptions,
 ): Promise<void> {
-  const { id, key } = where;
-  const quoted = opts.remoteJob ? await checkedQuote(record.vendor ?? 'native', where, opts.remoteJob) : null;
   const at = new Date().toISOString();
   await ctx.getStore().updateEpisode(id, (s) => {
     const r = s.steps[key]!;
