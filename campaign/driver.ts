@@ -357,6 +357,16 @@ export class Driver {
   }
 
   /**
+   * Our workflows Temporal still runs: a production whose store says completed may still be writing its history entry
+   * (its worker killed there, the activity waits for its timeout to run again).
+   */
+  private async runningWorkflows(): Promise<number> {
+    const types = "'weeklyEpisodeWorkflow', 'episodeProductionWorkflow', 'paidStepWorkflow'";
+    const query = `ExecutionStatus = 'Running' AND WorkflowType IN (${types})`;
+    return (await this.stack.client.workflow.count(query)).count;
+  }
+
+  /**
    * Heal everything, release every held decision, and wait until every planned run has completed, settling parked
    * steps and failed productions as the operator; an episode without progress for `stuckMs`, not parked, is stuck.
    */
@@ -375,6 +385,10 @@ export class Driver {
     await this.faults.finish();
     this.clock.release();
     await Promise.race([Promise.all(this.faults.pending), sleep(120_000)]);
+    // The vendors find lost jobs and serve expired outputs again as the operator would ask them to, so that those
+    // faults' healing is counted; then every fault set is cleared.
+    this.faults.findLostJobs();
+    this.faults.serveExpired();
     stack.vendors.clearAll();
     await stack.receiverUp();
     await stack.pool.ensureRunning();
@@ -392,7 +406,7 @@ export class Driver {
       const done = expected.every((k) => this.snapshot.byKey(k)?.status === 'completed');
       const unfinished = this.snapshot.unfinished();
       stuck = detector.stuck(this.snapshot);
-      if (done && unfinished.length === 0) break;
+      if (done && unfinished.length === 0 && (await this.runningWorkflows().catch(() => -1)) === 0) break;
       if (stuck.length > 0 && Date.now() - lastRepair > this.o.stuckMs) {
         await repair();
         lastRepair = Date.now();
