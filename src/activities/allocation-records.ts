@@ -5,7 +5,7 @@
  * was given the id, and the parent's `EpisodeId` search attribute (set from the allocation's answer) confirms it.
  * A production started by hand (`episodes generate`, no parent) has no such record.
  */
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { parseAllocationKey, type AllocationKey } from '../domain/allocation-key';
 import { formatEpisodeId, MAX_SEQUENCE, parseEpisodeId, type EpisodeId } from '../domain/episode-id';
@@ -201,6 +201,7 @@ async function describe(client: Client, workflowId: string, runId?: string) {
   try {
     return await client.workflow.getHandle(workflowId, runId).describe();
   } catch (e) {
+    const { WorkflowNotFoundError } = await import('@temporalio/client');
     if (e instanceof WorkflowNotFoundError) return undefined;
     throw e;
   }

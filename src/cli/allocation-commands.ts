@@ -1,5 +1,4 @@
 import { Option, type Command } from 'commander';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { allocateEpisodeOn } from '../activities/allocation';
 import { parseEpisodeId } from '../domain/episode-id';
 import { formatMoney } from '../domain/money';
@@ -77,6 +76,7 @@ export function registerAllocationCommands(program: Command, ctx: CliContext): v
           args: [{ week, timezone: ctx.config.timezone }],
         });
       } catch (e) {
+        const { WorkflowExecutionAlreadyStartedError } = await import('@temporalio/client');
         if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
         console.error(`workflow ${opts.key} is already running; waiting for it`);
         handle = client.workflow.getHandle<typeof weeklyEpisodeWorkflow>(opts.key);

@@ -1,13 +1,15 @@
-import { Client, type Connection } from '@temporalio/client';
+import type { Client, Connection } from '@temporalio/client';
 import type { Command } from 'commander';
 import { loadConfig, type PipelineConfig } from '../process/config';
 import { defaultDataDir } from '../store/file-store';
 import type { EpisodeStore } from '../store/episode-store';
 import { openStore, storeApplicationName } from '../store/open-store';
 import { refusePasswordOnCommandLine } from '../store/postgres-url';
-import { connectClient } from '../process/temporal-connection';
 
-/** Lazily built dependencies of CLI commands: a command that never talks to Temporal never connects. */
+/**
+ * Lazily built dependencies of CLI commands: a command that never talks to Temporal never connects, nor loads the
+ * Temporal client (a third of a command's start-up).
+ */
 export class CliContext {
   private client?: Client;
   private connection?: Connection;
@@ -37,12 +39,18 @@ export class CliContext {
 
   /** The raw connection (Operator and Workflow services), with the TEMPORAL_* profile every process uses. */
   async getConnection(): Promise<Connection> {
-    this.connection ??= await connectClient(this.config.temporal);
+    if (this.connection === undefined) {
+      const { connectClient } = await import('../process/temporal-connection.js');
+      this.connection = await connectClient(this.config.temporal);
+    }
     return this.connection;
   }
 
   async getClient(): Promise<Client> {
-    this.client ??= new Client({ connection: await this.getConnection(), namespace: this.config.temporal.namespace });
+    if (this.client === undefined) {
+      const { Client } = await import('@temporalio/client');
+      this.client = new Client({ connection: await this.getConnection(), namespace: this.config.temporal.namespace });
+    }
     return this.client;
   }
 

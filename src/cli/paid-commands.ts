@@ -3,7 +3,6 @@
  * checks that it exists before it touches Temporal, the credentials or the vendor.
  */
 import * as os from 'node:os';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Command } from 'commander';
 import { parseEpisodeId, type EpisodeId } from '../domain/episode-id';
@@ -55,6 +54,7 @@ function registerGenerate(program: Command, ctx: CliContext): void {
         });
         console.log(`started ${workflowId}`);
       } catch (e) {
+        const { WorkflowExecutionAlreadyStartedError } = await import('@temporalio/client');
         if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
         throw new PipelineError(ErrorType.InvalidState, `${workflowId} is already running or has completed`);
       }
@@ -141,6 +141,7 @@ function registerStatus(program: Command, ctx: CliContext): void {
       try {
         production = await client.workflow.getHandle(productionWorkflowId(id)).query(statusQuery);
       } catch (e) {
+        const { WorkflowNotFoundError } = await import('@temporalio/client');
         if (!(e instanceof WorkflowNotFoundError)) throw e;
       }
       const steps = Object.entries(state.steps).map(([key, s]) => ({
@@ -244,6 +245,7 @@ async function reconcile(ctx: CliContext, raw: string, opts: ReconcileOptions): 
       `${id} ${key} ${already ? 'was already reconciled; signalled again' : 'reconciled'}; production continues`,
     );
   } catch (e) {
+    const { WorkflowNotFoundError } = await import('@temporalio/client');
     if (!(e instanceof WorkflowNotFoundError)) throw e;
     console.log(`${id} ${key} reconciled; no step workflow is waiting (run \`episodes generate ${id}\` to resume)`);
   }

@@ -11,7 +11,6 @@ import type { ReviewSession } from '../store/review-sessions';
 import { AuditLog } from '../review/audit-log';
 import { listenProblem, loadDeskSettings } from '../review/desk-settings';
 import { ReviewerStore, reviewersFile } from '../review/reviewers';
-import { startReviewDesk } from '../review/server';
 import { checkDeskFiles } from '../review/start-checks';
 import { readSetting } from '../settings/read';
 import { defaultText } from '../settings/reference';
@@ -66,6 +65,7 @@ function registerServe(review: Command, ctx: CliContext, reviewers: () => Review
       const [store, reviewerStore] = [ctx.getStore(), reviewers()];
       const sessions = openReviewSessions(store);
       await checkDeskFiles(reviewerStore, sessions);
+      const { startReviewDesk } = await import('../review/server.js');
       const desk = await startReviewDesk({
         ...listen,
         store,

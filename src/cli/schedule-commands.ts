@@ -1,10 +1,4 @@
-import {
-  ScheduleAlreadyRunning,
-  ScheduleNotFoundError,
-  ScheduleOverlapPolicy,
-  type ScheduleDescription,
-  type ScheduleOptions,
-} from '@temporalio/client';
+import type { ScheduleDescription, ScheduleOptions } from '@temporalio/client';
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
@@ -48,7 +42,7 @@ export function weeklyScheduleOptions(p: WeeklyScheduleParams): ScheduleOptions 
       taskQueue: p.taskQueue,
       args: [{ timezone: p.timezone }],
     },
-    policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL, catchupWindow: '1 day' },
+    policies: { overlap: 'ALLOW_ALL', catchupWindow: '1 day' },
     // Only when asked: the definition hash of `ensureWeeklySchedule` must not change for existing schedules.
     ...(p.pausedNote === undefined ? {} : { state: { paused: true, note: p.pausedNote } }),
   };
@@ -80,6 +74,7 @@ export async function ensureWeeklySchedule(
     await client.schedule.create(options);
     return 'created';
   } catch (e) {
+    const { ScheduleAlreadyRunning } = await import('@temporalio/client');
     if (!(e instanceof ScheduleAlreadyRunning)) throw e;
   }
   const handle = client.schedule.getHandle(p.scheduleId);
@@ -93,6 +88,7 @@ export async function describeSchedule(client: Client, scheduleId: string): Prom
   try {
     return await client.schedule.getHandle(scheduleId).describe();
   } catch (e) {
+    const { ScheduleNotFoundError } = await import('@temporalio/client');
     if (e instanceof ScheduleNotFoundError) {
       const message = `schedule ${scheduleId} does not exist (create it with \`episodes schedule ensure\`)`;
       throw new PipelineError(ErrorType.InvalidState, message);
@@ -147,7 +143,7 @@ export function registerScheduleCommands(program: Command, ctx: CliContext): voi
     .option(...idOption)
     .action(async (opts: { scheduleId: string }) => {
       const client = await ctx.getClient();
-      await client.schedule.getHandle(opts.scheduleId).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+      await client.schedule.getHandle(opts.scheduleId).trigger('ALLOW_ALL');
       console.log(`triggered ${opts.scheduleId}`);
     });
 
@@ -161,9 +157,7 @@ export function registerScheduleCommands(program: Command, ctx: CliContext): voi
       const start = parseInstant(opts.from);
       const end = parseInstant(opts.to);
       const client = await ctx.getClient();
-      await client.schedule
-        .getHandle(opts.scheduleId)
-        .backfill({ start, end, overlap: ScheduleOverlapPolicy.ALLOW_ALL });
+      await client.schedule.getHandle(opts.scheduleId).backfill({ start, end, overlap: 'ALLOW_ALL' });
       console.log(`backfilled ${opts.scheduleId} from ${start.toISOString()} to ${end.toISOString()}`);
     });
 }

@@ -6,7 +6,7 @@
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import { Connection, type ConnectionOptions } from '@temporalio/client';
+import type { Connection, ConnectionOptions } from '@temporalio/client';
 import { toClientOptions } from '@temporalio/envconfig';
 import type { NativeConnection } from '@temporalio/worker';
 import type { TemporalSettings } from './config';
@@ -24,6 +24,8 @@ interface ResolvedOptions {
 /** The grpc-js client connection (CLI, demo, tests). */
 export async function connectClient(s: TemporalSettings): Promise<Connection> {
   const options = resolveOptions(s);
+  // Loaded here, not at the top: the CLI commands that never reach Temporal start without it.
+  const { Connection } = await import('@temporalio/client');
   const connecting = Connection.connect({ ...options, connectTimeout: s.connectTimeoutMs });
   // grpc-js retries a failing transport until the deadline and then says only "Failed to connect before the
   // deadline"; a plain TCP/TLS probe alongside it names the cause, and a definitive one ends the wait at once.

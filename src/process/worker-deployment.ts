@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConnectionLike } from '@temporalio/client';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
-import { Worker, type NativeConnection, type WorkerDeploymentOptions, type WorkerOptions } from '@temporalio/worker';
+import type { NativeConnection, Worker, WorkerDeploymentOptions, WorkerOptions } from '@temporalio/worker';
 import { readSettings } from '../settings/read';
 import { settingDefault } from '../settings/table';
 import { codeHash } from './workflow-bundle';
@@ -61,6 +61,7 @@ export async function createVersionedWorker(
   version: WorkerDeploymentVersion,
   log: (line: string) => void,
 ): Promise<Worker> {
+  const { Worker } = await import('@temporalio/worker');
   const worker = await Worker.create({ ...options, workerDeploymentOptions: workerDeploymentOptions(version) });
   void adoptBesideWorker(worker, options.connection, { namespace: options.namespace ?? 'default', version, log });
   return worker;

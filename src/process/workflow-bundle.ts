@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { bundleWorkflowCode, type Logger, type WorkerOptions } from '@temporalio/worker';
+import type { Logger, WorkerOptions } from '@temporalio/worker';
 import { z } from 'zod';
 import { readSetting } from '../settings/read';
 
@@ -58,6 +58,7 @@ async function sourcesFingerprint(): Promise<string> {
 }
 
 export async function buildWorkflowBundle(codePath = DEFAULT_BUNDLE_PATH, logger?: Logger): Promise<string> {
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
   const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, ...(logger ? { logger } : {}) });
   return writeWorkflowBundle(codePath, code);
 }
@@ -113,6 +114,7 @@ export async function workflowSourceOptions(
     return { options: { workflowBundle: { codePath: source.codePath } }, sha256: source.sha256 };
   }
   logger.warn(`worker: bundling workflows from sources at start: ${source.reason}`);
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
   const { code } = await bundleWorkflowCode({ workflowsPath: source.workflowsPath, logger });
   return { options: { workflowBundle: { code } }, sha256: codeHash(code) };
 }

@@ -3,7 +3,7 @@
  * path of the CLI and the review desk, so both get the same answers (a retry gets the first answer back; a refusal
  * carries the workflow validator's reason).
  */
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { DecisionKind } from '../domain/decision';
 import type { EpisodeId } from '../domain/episode-id';
@@ -48,6 +48,7 @@ export async function sendDecision(
       ? handle.executeUpdate(approveUpdate, { args: [{ by, round }], updateId })
       : handle.executeUpdate(requestReworkUpdate, { args: [{ notes: decision.notes, by, round }], updateId }));
   } catch (e) {
+    const { WorkflowNotFoundError, WorkflowUpdateFailedError } = await import('@temporalio/client');
     if (e instanceof WorkflowNotFoundError) {
       throw new PipelineError(ErrorType.InvalidState, `no running production for ${id} (${productionWorkflowId(id)})`);
     }
