@@ -4,7 +4,6 @@ import {
   chmodSync,
   chownSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -13,7 +12,6 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { isPipelineError } from '../../../src/domain/errors';
 import { AuditLog } from '../../../src/review/audit-log';
@@ -27,6 +25,7 @@ import { openReviewSessions } from '../../../src/store/open-store';
 import { collect, runCli, spawnNode } from '../../../testkit/processes';
 import { until } from '../../../testkit/wait';
 import { injectSignIn } from './inject';
+import { scratchDir } from '../../../testkit/scratch';
 
 describe('review desk reviewers', function () {
   // Generous: the first test runs the CLI ten times, and CI machines are shared.
@@ -35,7 +34,7 @@ describe('review desk reviewers', function () {
   const cli = (...args: string[]) =>
     runCli(['--data-dir', dir, 'review', ...args], { EPISODES_DATA_DIR: '', EPISODES_REVIEWERS_FILE: '' });
   beforeEach(() => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'reviewers-'));
+    dir = scratchDir('reviewers-');
   });
   /** A desk on this test's data dir, its reviewers and its audit log's lines. */
   const auditedDesk = async () => {

@@ -2,14 +2,14 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import * as os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { createMediaRenderer, roundOfClientRef } from '../../../src/vendor-sim/media-render';
 import type { VendorSimulator } from '../../../src/vendor-sim/simulator';
 import { DEFAULT_ARTIFACT_BYTES } from '../../../src/vendor-sim/simulator';
 import { raw, TEST_API_KEY, useSimulators } from '../../../testkit/vendor';
 import { until } from '../../../testkit/wait';
+import { scratchDir } from '../../../testkit/scratch';
 
 async function artifactOf(sim: VendorSimulator, kind: string, ref: string) {
   const body = { kind, episode_id: '2026-W32-1', spec: {} };
@@ -24,7 +24,7 @@ async function artifactOf(sim: VendorSimulator, kind: string, ref: string) {
 }
 
 function probe(bytes: Buffer, ext: string): { codec_name: string; width: number; height: number; duration?: string } {
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'media-probe-')), `a.${ext}`);
+  const file = path.join(scratchDir('media-probe-'), `a.${ext}`);
   writeFileSync(file, bytes);
   const out = execFileSync('ffprobe', ['-v', 'error', '-show_streams', '-of', 'json', file], { encoding: 'utf8' });
   return (JSON.parse(out) as { streams: { codec_name: string; width: number; height: number }[] }).streams[0]!;
@@ -79,7 +79,7 @@ describe('vendor simulator media', function () {
   });
 
   it('a job stays running until its render is done, so a download never waits for the encoder', async () => {
-    const slow = path.join(mkdtempSync(path.join(os.tmpdir(), 'slow-ffmpeg-')), 'ffmpeg');
+    const slow = path.join(scratchDir('slow-ffmpeg-'), 'ffmpeg');
     writeFileSync(slow, '#!/bin/sh\nsleep 1\nexec ffmpeg "$@"\n', { mode: 0o755 });
     const sim = await startSim({ jobDurationMs: 0, ffmpeg: slow });
     const body = { kind: 'video', episode_id: '2026-W32-1', spec: {} };

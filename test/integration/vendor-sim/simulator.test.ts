@@ -1,10 +1,10 @@
 /** The simulator over raw HTTP: the API contract of docs/vendor-api.md, byte for byte where it matters. */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import * as os from 'node:os';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { raw, sleep, TEST_API_KEY, useSimulators, videoRequest, waitFor } from '../../../testkit/vendor';
+import { scratchDir } from '../../../testkit/scratch';
 
 describe('vendor simulator (raw HTTP)', () => {
   const startSim = useSimulators();
@@ -341,7 +341,7 @@ describe('vendor simulator (raw HTTP)', () => {
 
   describe('stateFile', () => {
     it('jobs, charges and idempotency records survive a restart', async () => {
-      const stateFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'vendor-sim-')), 'nested', 'state.json');
+      const stateFile = path.join(scratchDir('vendor-sim-'), 'nested', 'state.json');
       const first = await startSim({ stateFile });
       const accepted = await raw(first, 'POST', '/v1/jobs', { body: videoRequest, idempotencyKey: 'k1' });
       await first.close();

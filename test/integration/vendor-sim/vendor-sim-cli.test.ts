@@ -1,12 +1,12 @@
 /** `episodes vendor-sim` as an operator runs it: a separate process, driven over HTTP, stopped by a signal. */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import * as os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { VendorClient } from '../../../src/vendor-api/client';
 import { raw, TEST_API_KEY, videoRequest } from '../../../testkit/vendor';
 import { sleep } from '../../../testkit/wait';
+import { scratchDir } from '../../../testkit/scratch';
 
 const CLI = path.resolve(__dirname, '..', '..', '..', 'src', 'cli.js');
 
@@ -64,7 +64,7 @@ describe('episodes vendor-sim', function () {
   });
 
   it('--api-key-file and --no-idempotency: every submission charges', async () => {
-    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'vendor-cli-')), 'key');
+    const file = path.join(scratchDir('vendor-cli-'), 'key');
     writeFileSync(file, `${TEST_API_KEY}\n`, { mode: 0o600 });
     const sim = await startCli(['--api-key-file', file, '--no-idempotency', '--quiet'], {});
     running.push(sim);
@@ -76,7 +76,7 @@ describe('episodes vendor-sim', function () {
   });
 
   it('--state-file: a restarted simulator still knows the job and replays it', async () => {
-    const stateFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'vendor-cli-')), 'state.json');
+    const stateFile = path.join(scratchDir('vendor-cli-'), 'state.json');
     const first = await startCli(['--state-file', stateFile, '--quiet'], { EPISODES_VENDOR_API_KEY: TEST_API_KEY });
     running.push(first);
     const a = await new VendorClient({ baseUrl: first.url, apiKey: TEST_API_KEY }).submitJob(videoRequest, 'k1');

@@ -3,13 +3,13 @@
  * are counted, not written, and a file is rotated at its size limit.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import * as os from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { AuditLog, REFUSALS_IN_FULL } from '../../../src/review/audit-log';
 import { ReviewerStore } from '../../../src/review/reviewers';
 import { buildReviewDesk } from '../../../src/review/server';
 import { FileEpisodeStore } from '../../../src/store/file-store';
+import { scratchDir } from '../../../testkit/scratch';
 
 type Line = Record<string, unknown>;
 const refused = { event: 'request-refused', reason: 'origin', method: 'POST', path: '/' } as const;
@@ -37,7 +37,7 @@ describe('the audit log, bounded', () => {
   });
 
   it('a desk refusing 500 requests from one address writes about a dozen lines', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'audit-bounded-'));
+    const dir = scratchDir('audit-bounded-');
     const lines: string[] = [];
     const app = await buildReviewDesk({
       store: new FileEpisodeStore(dir),
@@ -61,7 +61,7 @@ describe('the audit log, bounded', () => {
   });
 
   it('a file past its size limit becomes <file>.1 and a new one starts, both 0600', () => {
-    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'audit-rotate-')), 'audit.jsonl');
+    const file = path.join(scratchDir('audit-rotate-'), 'audit.jsonl');
     const log = AuditLog.toFile(file, 4_000);
     for (let i = 0; i < 100; i++) {
       log.record({ event: 'sign-out', reviewer: `reviewer-${i}` }, { ip: '192.0.2.1', session: 'abcd' });

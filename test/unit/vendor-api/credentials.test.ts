@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { isPipelineError, ErrorType } from '../../../src/domain/errors';
@@ -7,9 +7,10 @@ import { createVendorClient } from '../../../src/vendor-api/client';
 import { envCredentialsLoader, type CredentialsLoader } from '../../../src/vendor-api/credentials';
 import { vendorEndpointFromEnv } from '../../../src/vendor-api/endpoint';
 import { assertNoSecret, rejection, TEST_API_KEY } from '../../../testkit/vendor';
+import { scratchDir } from '../../../testkit/scratch';
 
 function keyFile(content: string, mode = 0o600): string {
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'vendor-key-')), 'key');
+  const file = path.join(scratchDir('vendor-key-'), 'key');
   writeFileSync(file, content, { mode });
   chmodSync(file, mode);
   return file;
