@@ -5,16 +5,27 @@
 // starts last. See docs/testing.md.
 //
 //   node scripts/run-tests.mjs [--jobs N] [--ignore DIR]... [--profile OUT.jsonl [--save-durations]] [PATH...]
-//                              [--write-docs] [-- MOCHA_ARGS...]
+//                              [--write-docs] [--lint] [-- MOCHA_ARGS...]
 //
 // PATH: files or folders under dist/test (default: dist/test). --jobs: workers (default $EPISODES_TEST_JOBS or 4).
 // --profile: every file's wall time, written to OUT.jsonl, and a table per folder printed at the end;
 // --save-durations then writes those times to test/durations.json (the order of the next runs).
 // --write-docs: after a passing run, the tables the files kept go into the docs (dist/testkit/write-parts.js); this is
 // how `npm run test:faults -- --write-docs` writes the fault tables of docs/reliability.md.
-import { spawnSync } from 'node:child_process';
+// --lint: `npm run lint` beside the unit tier (each takes about one core); a failing lint stops the run there.
+import { spawn, spawnSync } from 'node:child_process';
 import console from 'node:console';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import process from 'node:process';
@@ -36,6 +47,7 @@ function parseArgs(argv) {
     else if (a === '--profile') o.profile = path.resolve(argv[++i]);
     else if (a === '--save-durations') o.saveDurations = true;
     else if (a === '--write-docs') o.writeDocs = true;
+    else if (a === '--lint') o.lint = true;
     else o.paths.push(path.resolve(ROOT, a));
   }
   if (!Number.isInteger(o.jobs) || o.jobs < 1) throw new Error(`--jobs must be a positive integer`);
@@ -142,6 +154,21 @@ function missingDurations(files) {
   return files.map((f) => path.relative(DIST, f)).filter((key) => !(key in known));
 }
 
+/** Starts `npm run lint` with its output in a file; the returned function waits for it, prints it, gives its status. */
+function startLint() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'lint-'));
+  const fd = openSync(path.join(dir, 'lint.log'), 'w');
+  const child = spawn('npm', ['run', 'lint'], { cwd: ROOT, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  const exited = new Promise((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+  return async () => {
+    const code = await exited;
+    process.stdout.write(readFileSync(path.join(dir, 'lint.log'), 'utf8'));
+    rmSync(dir, { recursive: true, force: true });
+    return code;
+  };
+}
+
 /** One mocha run over `files`; the unit tier's files run with the guard that refuses sockets and processes. */
 function runMocha(files, jobs, extra, env) {
   const mocha = path.join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js');
@@ -175,9 +202,12 @@ const env = { ...process.env, ...(o.profile ? { EPISODES_FILE_TIMES: o.profile }
 if (o.writeDocs) env.EPISODES_DOC_TABLE_PARTS = startDocTableParts();
 const guard = ['--require', path.join(DIST, 'testkit', 'unit-guard.js')];
 const statuses = [];
+const lint = o.lint ? startLint() : undefined;
 // Serial: mocha loads a --require in its own process too, and a parallel run forks its workers.
 if (unit.length > 0) statuses.push(runMocha(unit, 1, guard, env));
-if (rest.length > 0) statuses.push(runMocha(rest, jobs, [], env));
+const linted = lint ? await lint() : 0;
+statuses.push(linted);
+if (rest.length > 0 && linted === 0) statuses.push(runMocha(rest, jobs, [], env));
 const status = statuses.find((s) => s !== 0) ?? 0;
 if (o.writeDocs) writeDocTables(env.EPISODES_DOC_TABLE_PARTS, status);
 if (o.profile && existsSync(o.profile)) {
