@@ -60,31 +60,38 @@ export class FileStoreHost implements StoreHost {
     return targetEnv(this.target());
   }
 
-  /** A copy of the data dir taken while workers run (what an operator's nightly copy is). */
+  /**
+   * A copy of the data dir taken while workers run (what an operator's nightly copy is), without the lock
+   * directories, which come and go while it copies. A file renamed away mid-copy (a write's temp file): copy again.
+   */
   async backup(name: string): Promise<Backup> {
     const dir = path.join(this.backupsDir, name);
     await fs.mkdir(this.backupsDir, { recursive: true });
-    await fs.rm(dir, { recursive: true, force: true });
-    await fs.cp(this.dataDir, dir, { recursive: true, errorOnExist: false, force: true }).catch(async () => {
-      // A file renamed away mid-copy: copy again (the copy is of a moment, not atomic either way).
+    for (let attempt = 1; ; attempt++) {
       await fs.rm(dir, { recursive: true, force: true });
-      await fs.cp(this.dataDir, dir, { recursive: true });
-    });
-    return { dir };
+      try {
+        await fs.cp(this.dataDir, dir, { recursive: true, filter: notALock });
+        return { dir };
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === 5) throw e;
+      }
+    }
   }
 
-  /** The copy put back, without its lock directories; the caller has stopped the workers. */
+  /** The copy put back, without lock directories; the caller has stopped the workers. */
   async restore({ dir }: Backup): Promise<void> {
     await fs.rm(this.dataDir, { recursive: true, force: true });
-    await fs.cp(dir, this.dataDir, {
-      recursive: true,
-      filter: (src) => !/\.lock(\.reclaim)?$/.test(path.basename(src)),
-    });
+    await fs.cp(dir, this.dataDir, { recursive: true, filter: notALock });
   }
 
   async keep(): Promise<void> {}
 
   async stop(): Promise<void> {}
+}
+
+/** A path that is not one of the file store's lock directories (`episode.lock`, `pipeline.lock`, `*.lock.reclaim`). */
+function notALock(src: string): boolean {
+  return !/\.lock(\.reclaim)?$/.test(path.basename(src));
 }
 
 export class PostgresStoreHost implements StoreHost {
